@@ -1,0 +1,41 @@
+"""Simulator adapters, one module per family, behind :mod:`vical.envs.core`.
+
+``make_env(task)`` imports the task's family module lazily (so a family's
+simulator package is only needed when one of its tasks is used) and asks it
+for an :class:`~vical.envs.core.Adapter`.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from vical.envs.core import Adapter, InvalidActionError, Step, VicalEnv, frame_sha256
+from vical.spec import TaskSpec, get_task
+
+# family key (EnvSpec.family) -> module under vical.envs exposing make_adapter(task)
+FAMILIES: dict[str, str] = {
+    "toytext": "toytext",
+    "classic": "classic",
+    "ale": "ale",
+    "minigrid": "minigrid",
+    "breakout": "breakout",
+    "procgen": "procgen",
+    "highway": "highway",
+    "tetris": "tetris",
+    "flappy": "flappy",
+}
+
+
+def make_adapter(task: TaskSpec) -> Adapter:
+    module = importlib.import_module(f"vical.envs.{FAMILIES[task.env.family]}")
+    return module.make_adapter(task)
+
+
+def make_env(task: TaskSpec | str) -> VicalEnv:
+    """Build the environment of a task (a TaskSpec or an id such as ``taxi/state0``)."""
+    if isinstance(task, str):
+        task = get_task(task)
+    return VicalEnv(task, make_adapter(task))
+
+
+__all__ = ["Adapter", "InvalidActionError", "Step", "VicalEnv", "frame_sha256", "make_env"]

@@ -1,0 +1,109 @@
+"""Gymnasium Classic Control: CartPole-v1, Acrobot-v1, MountainCar-v0."""
+
+from __future__ import annotations
+
+import math
+
+from vical.envs.core import Tick
+from vical.envs.gymbase import GymAdapter
+from vical.envs.scoring import capped_ratio, horizon_ratio
+from vical.spec import TaskSpec
+
+
+class CartPoleAdapter(GymAdapter):
+    """Survival: score = share of the decision horizon survived; pass = the whole horizon."""
+
+    def start(self) -> None:
+        self.decisions = 0
+        self.fallen = False
+        self.ticks = 0
+
+    def on_tick(self, tick: Tick) -> None:
+        self.ticks += 1
+        self.fallen = self.fallen or tick.terminated
+        if not self.fallen and self.ticks % self.task.env.frame_skip == 0:
+            self.decisions += 1
+
+    def score(self) -> float:
+        return horizon_ratio(self.decisions, self.task.max_steps)
+
+    def passed(self) -> bool:
+        return not self.fallen and self.decisions >= self.task.max_steps
+
+    def ending(self, native_terminated: bool) -> str | None:
+        return "Terminated" if native_terminated else None
+
+    def progress(self) -> dict:
+        return {"decisions_survived": self.decisions, "fallen": self.fallen}
+
+
+class AcrobotAdapter(GymAdapter):
+    """Dense score from the rise of the highest endpoint height since the start.
+
+    Endpoint height above the pivot is ``-cos(t1) - cos(t1 + t2)`` (link
+    lengths 1), in [-2, 2]. Score = capped ratio of (best height - start
+    height) to (goal height - start height); the native goal line is at 1.
+    Pass: the endpoint rises above the pivot (height > 0).
+    """
+
+    def height(self) -> float:
+        t1, t2 = self.env.unwrapped.state[0], self.env.unwrapped.state[1]
+        return float(-math.cos(t1) - math.cos(t1 + t2))
+
+    def start(self) -> None:
+        self.h0 = self.height()
+        self.best = self.h0
+
+    def on_tick(self, tick: Tick) -> None:
+        self.best = max(self.best, self.height())
+
+    def score(self) -> float:
+        goal = self.task.target("goal_height")
+        if goal <= self.h0:
+            return 100.0
+        return capped_ratio(self.best - self.h0, goal - self.h0)
+
+    def passed(self) -> bool:
+        return self.best > float(self.task.params.get("pass_height", 0.0))
+
+    def progress(self) -> dict:
+        return {"start_height": round(self.h0, 6), "best_height": round(self.best, 6)}
+
+
+class MountainCarAdapter(GymAdapter):
+    """Dense normalized position progress toward the flag.
+
+    Score = capped ratio of (rightmost position - start position) to (goal
+    position - start position). Pass: the car has covered half the remaining
+    distance to the goal from where it started.
+    """
+
+    def position(self) -> float:
+        return float(self.env.unwrapped.state[0])
+
+    def start(self) -> None:
+        self.x0 = self.position()
+        self.best = self.x0
+        self.goal = float(self.env.unwrapped.goal_position)
+
+    def on_tick(self, tick: Tick) -> None:
+        self.best = max(self.best, self.position())
+
+    def score(self) -> float:
+        return capped_ratio(self.best - self.x0, self.goal - self.x0)
+
+    def passed(self) -> bool:
+        frac = float(self.task.params.get("pass_fraction", 0.5))
+        return self.best >= self.x0 + frac * (self.goal - self.x0)
+
+    def progress(self) -> dict:
+        return {"start_position": round(self.x0, 6), "best_position": round(self.best, 6)}
+
+
+def make_adapter(task: TaskSpec) -> GymAdapter:
+    adapters = {
+        "cartpole": CartPoleAdapter,
+        "acrobot": AcrobotAdapter,
+        "mountaincar": MountainCarAdapter,
+    }
+    return adapters[task.env.env](task)

@@ -1,0 +1,227 @@
+"""Gymnasium Toy Text: CliffWalking-v1 and Taxi-v3.
+
+``Taxi-v3`` is deprecated in Gymnasium 1.4 in favour of ``Taxi-v4``, whose only
+change fixes the optional ``is_rainy`` and ``fickle_passenger`` modes. The
+tasks run ``Taxi-v4`` with both modes off (their defaults), which is the
+paper's ``Taxi-v3`` domain; ``tests/test_toytext.py`` checks every transition
+of the 500-state model against an independent description of the v3 domain.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from vical.envs.core import Tick
+from vical.envs.gymbase import GymAdapter
+from vical.envs.scoring import Milestones, path_efficiency
+from vical.spec import TaskSpec
+
+# ---------------------------------------------------------------------------
+# CliffWalking
+# ---------------------------------------------------------------------------
+CLIFF_ROWS, CLIFF_COLS = 4, 12
+CLIFF_GOAL = (3, 11)
+CLIFF_FALL_REWARD = -100
+_MOVES = ((-1, 0), (0, 1), (1, 0), (0, -1))  # Up, Right, Down, Left (native 0-3)
+
+
+def _is_cliff(r: int, c: int) -> bool:
+    return r == 3 and 1 <= c <= 10
+
+
+def cliff_distances() -> dict[tuple[int, int], int]:
+    """Shortest safe-path distance from every non-cliff cell to the goal (BFS)."""
+    dist = {CLIFF_GOAL: 0}
+    q = deque([CLIFF_GOAL])
+    while q:
+        r, c = q.popleft()
+        for dr, dc in _MOVES:
+            nr, nc = r + dr, c + dc
+            if 0 <= nr < CLIFF_ROWS and 0 <= nc < CLIFF_COLS and not _is_cliff(nr, nc):
+                if (nr, nc) not in dist:
+                    dist[(nr, nc)] = dist[(r, c)] + 1
+                    q.append((nr, nc))
+    return dist
+
+
+class CliffWalkingAdapter(GymAdapter):
+    """No step cost; a cliff fall ends the episode; forward progress and goal scored.
+
+    Score (path efficiency): 80 x the share of the start's shortest safe-path
+    distance closed (best so far) until the goal; at the goal 80 + 20 x
+    (optimal steps / steps used). Pass: the goal is reached.
+    """
+
+    def __init__(self, task: TaskSpec):
+        super().__init__(task)
+        self.dist = cliff_distances()
+
+    def pos(self) -> tuple[int, int]:
+        return divmod(int(self.env.unwrapped.s), CLIFF_COLS)
+
+    def start(self) -> None:
+        self.start_d = self.dist[self.pos()]
+        self.best_d = self.start_d
+        self.moves = 0
+        self.fell = False
+        self.reached = False
+
+    def on_tick(self, tick: Tick) -> None:
+        self.moves += 1
+        if tick.reward <= CLIFF_FALL_REWARD:
+            self.fell = True
+            return
+        self.best_d = min(self.best_d, self.dist[self.pos()])
+        self.reached = self.reached or tick.terminated
+
+    def ending(self, native_terminated: bool) -> str | None:
+        if self.tracking and self.fell:
+            return "Terminated"
+        if native_terminated:
+            return "Victory"
+        return None
+
+    def score(self) -> float:
+        return path_efficiency(
+            self.start_d,
+            self.best_d,
+            self.reached,
+            self.moves,
+            self.start_d,
+            progress_weight=float(self.task.params.get("progress_weight", 80.0)),
+        )
+
+    def passed(self) -> bool:
+        return self.reached
+
+    def progress(self) -> dict:
+        return {
+            "start_distance": self.start_d,
+            "best_distance": self.best_d,
+            "fell": self.fell,
+            "reached": self.reached,
+        }
+
+
+# ---------------------------------------------------------------------------
+# Taxi
+# ---------------------------------------------------------------------------
+class TaxiAdapter(GymAdapter):
+    """Milestones: correct pickup, delivery progress, efficient completion.
+
+    Weights come from ``scoring.params.weights`` (pickup, delivered, efficient).
+    Before the pickup, partial credit is the share of the distance to the
+    passenger closed; after it, the share of the distance to the destination
+    closed (an incomplete delivery keeps that credit). The efficiency part is
+    optimal steps / steps used, where the optimum is solved per start state
+    by breadth-first search over the simulator's own transition table.
+    """
+
+    def __init__(self, task: TaskSpec):
+        super().__init__(task)
+        kw = task.env_kwargs
+        if (
+            kw.get("is_rainy", False)
+            or kw.get("fickle_passenger", False)
+            or self.env.fickle_passenger
+        ):
+            raise ValueError(f"{task.id}: the Taxi-v3 tasks need is_rainy and fickle_passenger off")
+        self.P = self.env.P
+
+    def solve(self, state: int) -> int:
+        """Fewest actions from ``state`` to a successful drop-off (BFS over P)."""
+        seen = {state: 0}
+        q = deque([state])
+        while q:
+            s = q.popleft()
+            for a in range(6):
+                ((_p, s2, _r, done),) = self.P[s][a]
+                if done:
+                    return seen[s] + 1
+                if s2 not in seen:
+                    seen[s2] = seen[s] + 1
+                    q.append(s2)
+        raise RuntimeError(f"Taxi state {state} cannot be solved")
+
+    def _grid_dist(self, src: tuple[int, int], dst: tuple[int, int]) -> int:
+        """Taxi moves between two cells, respecting walls (BFS with moves 0-3)."""
+        env = self.env
+        start = env.encode(src[0], src[1], 0, 0)
+        seen = {start: 0}
+        q = deque([start])
+        while q:
+            s = q.popleft()
+            r, c, _, _ = env.decode(s)
+            if (r, c) == dst:
+                return seen[s]
+            for a in range(4):
+                ((_p, s2, _r, _d),) = self.P[s][a]
+                if s2 not in seen:
+                    seen[s2] = seen[s] + 1
+                    q.append(s2)
+        raise RuntimeError("unreachable taxi cell")
+
+    def _decode(self) -> tuple[int, int, int, int]:
+        return tuple(self.env.decode(int(self.env.s)))  # type: ignore[return-value]
+
+    def start(self) -> None:
+        r, c, p, d = self._decode()
+        self.locs = [tuple(x) for x in self.env.locs]
+        self.dest = self.locs[d]
+        self.optimal = self.solve(int(self.env.s))
+        self.ms = Milestones(dict(self.task.params["weights"]))
+        self.moves = 0
+        self.to_pass0 = self._grid_dist((r, c), self.locs[p]) if p < 4 else 0
+        self.best_to_pass = self.to_pass0
+        self.to_dest0: int | None = None
+        self.best_to_dest: int | None = None
+        self.delivered = False
+        self._update(False)
+
+    def _update(self, terminated: bool) -> None:
+        r, c, p, _ = self._decode()
+        if p == 4 and "pickup" not in self.ms.reached:
+            self.ms.hit("pickup")
+            self.to_dest0 = self._grid_dist((r, c), self.dest)
+            self.best_to_dest = self.to_dest0
+        if terminated:
+            self.delivered = True
+            self.ms.hit("delivered")
+            self.ms.partial = min(1.0, self.optimal / max(self.moves, 1))
+        elif "pickup" in self.ms.reached:
+            d = self._grid_dist((r, c), self.dest) if p == 4 else self.to_dest0
+            self.best_to_dest = min(self.best_to_dest, d)
+            self.ms.partial = (
+                (self.to_dest0 - self.best_to_dest) / self.to_dest0 if self.to_dest0 else 1.0
+            )
+        else:
+            self.best_to_pass = min(self.best_to_pass, self._grid_dist((r, c), self.locs[p]))
+            # credit before the pickup is capped below the pickup milestone itself
+            self.ms.partial = (
+                0.0
+                if not self.to_pass0
+                else 0.5 * ((self.to_pass0 - self.best_to_pass) / self.to_pass0)
+            )
+
+    def on_tick(self, tick: Tick) -> None:
+        self.moves += 1
+        self._update(tick.terminated)
+
+    def score(self) -> float:
+        return self.ms.score()
+
+    def passed(self) -> bool:
+        return self.delivered
+
+    def progress(self) -> dict:
+        return {
+            "milestones": sorted(self.ms.reached),
+            "partial": round(self.ms.partial, 4),
+            "optimal_steps": self.optimal,
+            "moves": self.moves,
+        }
+
+
+def make_adapter(task: TaskSpec) -> GymAdapter:
+    adapters = {"cliffwalking": CliffWalkingAdapter, "taxi": TaxiAdapter}
+    return adapters[task.env.env](task)

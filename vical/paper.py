@@ -1,0 +1,215 @@
+"""Numbers from the V-ICAL paper's tables, as data, so tests and reports check against them.
+
+Keys are vical environment keys. Each entry: (paper id, Table 9 base /
+parameterized / human-init counts, Table 26 actions / combos, Table 7 max-steps
+set / frame skip / action steps, Table 8 seeds / initial skips).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PaperEnv:
+    paper_id: str
+    base: int
+    parameterized: int
+    human_init: int
+    actions: int
+    combos: int
+    max_steps: frozenset[int]
+    frame_skip: int
+    action_steps: int
+    seeds: frozenset[int]
+    initial_skips: frozenset[int]
+
+    @property
+    def total(self) -> int:
+        return self.base + self.parameterized + self.human_init
+
+
+def _e(pid, b, p, h, a, c, ms, fs, ak, seeds, skips=()):
+    return PaperEnv(pid, b, p, h, a, c, frozenset(ms), fs, ak, frozenset(seeds), frozenset(skips))
+
+
+ENVS: dict[str, PaperEnv] = {
+    "acrobot": _e("Acrobot-v1", 1, 0, 4, 3, 0, [58, 61, 78, 81, 82], 2, 2, [41]),
+    "flappybird": _e("aFlappyBird-v1", 1, 4, 0, 2, 0, [136, 140, 150], 1, 1, [43, 47, 50, 69, 77]),
+    "alien": _e("ALE/Alien-v5", 1, 0, 4, 18, 12, [60, 62, 66, 76], 2, 2, [41], [12]),
+    "assault": _e("ALE/Assault-v5", 1, 0, 4, 7, 2, [42, 46, 48], 2, 2, [41]),
+    "asterix": _e("ALE/Asterix-v5", 1, 3, 1, 9, 4, [50], 3, 1, [43], [98, 140, 150, 200, 270]),
+    "battlezone": _e("ALE/BattleZone-v5", 1, 0, 14, 18, 12, [50], 2, 2, [43], [36, 45, 110]),
+    "berzerk": _e("ALE/Berzerk-v5", 1, 11, 5, 18, 12, [70], 4, 4, [43], [10]),
+    "choppercommand": _e("ALE/ChopperCommand-v5", 1, 0, 4, 18, 12, [50], 2, 2, [43], [40]),
+    "demonattack": _e("ALE/DemonAttack-v5", 1, 0, 24, 6, 2, [50], 3, 3, [41], [20, 50]),
+    "enduro": _e(
+        "ALE/Enduro-v5",
+        1,
+        0,
+        19,
+        9,
+        4,
+        [50],
+        4,
+        4,
+        [41],
+        [800, 850, 900, 950, 1050, 1850, 1950, 2000, 2150, 2350, 2450, 2550],
+    ),
+    "freeway": _e(
+        "ALE/Freeway-v5", 1, 3, 16, 3, 0, [22, 28, 33, 61, 69, 70, 72, 76, 81], 2, 2, [43]
+    ),
+    "frostbite": _e("ALE/Frostbite-v5", 1, 1, 3, 9, 4, [50], 4, 1, [43], [15, 50, 80, 100, 109]),
+    "mspacman": _e("ALE/MsPacman-v5", 1, 0, 4, 9, 4, [50], 2, 2, [41], [66]),
+    "pong": _e("ALE/Pong-v5", 1, 0, 4, 3, 0, [50], 3, 1, [41], [40]),
+    "riverraid": _e("ALE/Riverraid-v5", 1, 19, 5, 18, 12, [50], 2, 2, [43], [20]),
+    "roadrunner": _e("ALE/RoadRunner-v5", 1, 0, 4, 18, 12, [26, 34, 46, 48, 54], 1, 1, [41]),
+    "seaquest": _e("ALE/Seaquest-v5", 1, 0, 4, 18, 12, [50], 5, 2, [43], [33, 87, 150, 230, 350]),
+    "tennis": _e("ALE/Tennis-v5", 1, 0, 4, 18, 12, [30], 4, 4, [43], [1]),
+    "trondead": _e("ALE/Trondead-v5", 1, 0, 24, 18, 12, [50], 3, 3, [43]),
+    "turmoil": _e("ALE/Turmoil-v5", 1, 0, 4, 12, 6, [50], 1, 1, [43], [65]),
+    "cartpole": _e("CartPole-v1", 1, 1, 3, 2, 0, [30], 2, 2, [41, 42, 44]),
+    "cliffwalking": _e("CliffWalking-v1", 1, 0, 4, 4, 0, [16, 20, 24, 26], 1, 1, [43]),
+    "breakout": _e("CustomBreakout", 1, 0, 4, 4, 0, [46, 50, 80, 92], 1, 1, [41]),
+    "lavacrossing": _e(
+        "CustomLavaCrossing-v0",
+        1,
+        14,
+        0,
+        7,
+        0,
+        [40],
+        1,
+        1,
+        [43, 1682, 1952, 3659, 5235, 6892, 8043, 8234, 8386, 8976, 9119, 9381, 9848],
+    ),
+    "multiroom": _e(
+        "CustomMultiRoom-v0",
+        1,
+        14,
+        0,
+        7,
+        0,
+        [70],
+        1,
+        1,
+        [42, 189, 1323, 1607, 1815, 3932, 4300, 4707, 5149, 7227, 7368, 8033, 9610],
+    ),
+    "unlockpickup": _e(
+        "CustomUnlockPickup-v0",
+        1,
+        14,
+        0,
+        7,
+        0,
+        [40],
+        1,
+        1,
+        [43, 898, 1251, 1470, 3445, 4121, 4885, 5578, 5697, 5844, 6167, 6509, 8415, 8816, 9134],
+    ),
+    "highway": _e(
+        "highway-v0",
+        1,
+        19,
+        0,
+        5,
+        0,
+        [52, 54, 58, 60, 62, 64, 70, 78, 80, 82, 86, 96, 120],
+        2,
+        1,
+        [41, 47, 51, 58, 79, 88, 91, 99, 101, 137, 1241, 1299, 1491, 1565, 1896],
+    ),
+    "mountaincar": _e("MountainCar-v0", 1, 0, 4, 3, 0, [38, 46, 58, 70], 3, 3, [41]),
+    "bigfish": _e(
+        "procgen-bigfish-v0",
+        1,
+        4,
+        0,
+        15,
+        4,
+        [22, 32, 72, 78, 84],
+        3,
+        3,
+        [45, 91, 104, 178, 265],
+        [6, 10, 15, 20],
+    ),
+    "bossfight": _e(
+        "procgen-bossfight-v0",
+        1,
+        4,
+        0,
+        6,
+        0,
+        [44, 52, 62, 74, 84],
+        4,
+        4,
+        [41, 49, 51, 59, 78],
+        [14, 28, 30, 40],
+    ),
+    "caveflyer": _e(
+        "procgen-caveflyer-v0", 1, 4, 0, 5, 0, [22, 26, 32, 38, 60], 3, 3, [42, 43, 53, 79, 89]
+    ),
+    "dodgeball": _e(
+        "procgen-dodgeball-v0", 1, 4, 0, 6, 0, [86, 90, 94, 100], 3, 3, [101, 202, 207, 209, 321]
+    ),
+    "heist": _e(
+        "procgen-heist-v0", 1, 4, 0, 5, 0, [28, 39, 43, 48, 52], 1, 1, [44, 64, 66, 73, 84]
+    ),
+    "leaper": _e(
+        "procgen-leaper-v0", 1, 4, 0, 5, 0, [36, 56, 58, 60, 72], 4, 4, [60, 64, 80, 101, 257]
+    ),
+    "ninja": _e(
+        "procgen-ninja-v0", 1, 4, 0, 5, 0, [60, 76, 88, 136, 146], 1, 1, [265, 291, 438, 552, 3896]
+    ),
+    "taxi": _e("Taxi-v3", 1, 4, 0, 6, 0, [30], 1, 1, [42, 43, 44, 45, 46]),
+    "tetris": _e(
+        "tetris/Tetris", 1, 4, 0, 5, 0, [37, 39, 52, 57, 84], 1, 1, [43, 47, 271, 360, 535]
+    ),
+}
+
+TOTAL_TASKS = 342
+TOTAL_ENVS = 37
+TOTAL_COMBOS = 138
+
+# Table 1 reference rows (S, P%) in column order, for reports and the leaderboard.
+TABLE1_COLUMNS = (
+    "Maze",
+    "Shooter",
+    "Control",
+    "Dodge",
+    "Collect",
+    "Sport",
+    "Single",
+    "Multiple",
+    "Static",
+    "Dynamic",
+    "All",
+)
+TABLE1_REFERENCE = {
+    "Random (paper)": (
+        (7.9, 10),
+        (19.1, 23),
+        (16.8, 13),
+        (15.5, 15),
+        (15.0, 15),
+        (19.4, 30),
+        (5.6, 2),
+        (15.0, 15),
+        (8.4, 5),
+        (16.1, 17),
+        (14.0, 14),
+    ),
+    "Human (paper)": (
+        (92.1, 96),
+        (76.4, 85),
+        (94.6, 89),
+        (82.8, 90),
+        (91.3, 99),
+        (69.8, 97),
+        (99.0, 100),
+        (81.8, 90),
+        (98.1, 99),
+        (78.3, 88),
+        (83.6, 91),
+    ),
+}

@@ -1,0 +1,320 @@
+"""Task data: pydantic models for ``vical/tasks/<env>.yaml`` and their loader.
+
+One YAML file describes one environment: its simulator, canonical action
+vocabulary, frame-skip settings, scoring rule with calibrated targets, pass
+rule, tags, rules text, and the list of task variants built on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+TASKS_DIR = Path(__file__).parent / "tasks"
+
+EnvType = Literal["Maze", "Shooter", "Control", "Dodge", "Collect", "Sport"]
+ENV_TYPES: tuple[str, ...] = ("Maze", "Shooter", "Control", "Dodge", "Collect", "Sport")
+Outcome = Literal["Victory", "Terminated", "Time Out", "Draw"]
+OUTCOMES: tuple[str, ...] = ("Victory", "Terminated", "Time Out", "Draw")
+
+
+class TaskSpecError(ValueError):
+    """A task file could not be loaded; the message names file, task and field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Target(_Strict):
+    """A calibrated reference value with where it comes from."""
+
+    value: float
+    provenance: str = Field(
+        description='"paper" when the paper states the number, else "calibrated: <how>"'
+    )
+
+    @field_validator("provenance")
+    @classmethod
+    def _provenance_form(cls, v: str) -> str:
+        if v != "paper" and not (v.startswith("calibrated:") and len(v) > len("calibrated:") + 3):
+            raise ValueError('must be "paper" or "calibrated: <how the number was obtained>"')
+        return v
+
+
+class ScoringRule(_Strict):
+    """Which score family an environment uses, with its targets and parameters."""
+
+    family: Literal[
+        "capped_ratio", "event_count", "horizon_ratio", "path_efficiency", "milestones", "native"
+    ]
+    description: str
+    targets: dict[str, Target] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class PassRule(_Strict):
+    """The success condition, evaluated independently of the score."""
+
+    description: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Tags(_Strict):
+    """Table 1 categories: multi-label type, memory requirement, dynamics."""
+
+    types: list[EnvType] = Field(min_length=1)
+    memory: Literal["Single", "Multiple"]
+    dynamics: Literal["Static", "Dynamic"]
+
+
+class Rules(_Strict):
+    """Rules text in two levels: non-visual constraints, and the full mechanics."""
+
+    basic: str = Field(min_length=20)
+    detailed: str = Field(min_length=40)
+
+
+class DemoClip(_Strict):
+    """A demonstration clip as data: a start state, actions and a terminal label."""
+
+    id: str
+    seed: int | None = None
+    initial_skip: int = 0
+    init_actions: list[str] = Field(default_factory=list)
+    actions: list[str] = Field(min_length=1)
+    label: Outcome
+    source: str = Field(description="how the clip was produced (expert tool and settings)")
+
+
+class TaskVariant(_Strict):
+    """One task: a start state on an environment, with per-task overrides."""
+
+    variant: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*$")
+    kind: Literal["base", "parameterized", "human-init"]
+    seed: int
+    initial_skip: int = Field(default=0, ge=0)
+    init_actions: list[str] = Field(default_factory=list)
+    init_source: str | None = Field(
+        default=None, description="how the human-init sequence was produced"
+    )
+    max_steps: int | None = Field(default=None, gt=0)
+    targets: dict[str, Target] = Field(default_factory=dict)
+    env_kwargs: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict)
+    demos: list[DemoClip] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _init_source_required(self) -> TaskVariant:
+        if self.init_actions and not self.init_source:
+            raise ValueError("init_source is required when init_actions is not empty")
+        return self
+
+
+class EnvSpec(_Strict):
+    """One environment file (``vical/tasks/<env>.yaml``)."""
+
+    env: str = Field(pattern=r"^[a-z0-9]+$")
+    name: str
+    paper_id: str = Field(description="the environment id used in the paper's tables")
+    family: Literal[
+        "toytext",
+        "classic",
+        "ale",
+        "minigrid",
+        "breakout",
+        "procgen",
+        "highway",
+        "tetris",
+        "flappy",
+    ]
+    sim_id: str = Field(description="the id handed to the simulator package")
+    package: str
+    actions: dict[str, Any] = Field(description="canonical action name -> native action")
+    noop: Any = Field(default=None, description="native action used for NOOP fill and skips")
+    frame_skip: int = Field(ge=1)
+    action_steps: int = Field(ge=1)
+    max_steps: int = Field(gt=0)
+    life_loss_terminates: bool = False
+    env_kwargs: dict[str, Any] = Field(default_factory=dict)
+    scoring: ScoringRule
+    pass_rule: PassRule
+    tags: Tags
+    rules: Rules
+    tasks: list[TaskVariant] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> EnvSpec:
+        if self.action_steps > self.frame_skip:
+            raise ValueError(
+                f"action_steps ({self.action_steps}) cannot exceed frame_skip ({self.frame_skip})"
+            )
+        if self.action_steps < self.frame_skip and self.noop is None:
+            raise ValueError("noop is required when action_steps < frame_skip (NOOP fill)")
+        seen: set[str] = set()
+        for t in self.tasks:
+            if t.variant in seen:
+                raise ValueError(f"duplicate task variant {t.variant!r}")
+            seen.add(t.variant)
+            for a in t.init_actions:
+                if a not in self.actions:
+                    raise ValueError(
+                        f"task {self.env}/{t.variant}: init action {a!r} is not one of "
+                        f"{list(self.actions)}"
+                    )
+            for clip in t.demos:
+                for a in [*clip.init_actions, *clip.actions]:
+                    if a not in self.actions:
+                        raise ValueError(
+                            f"task {self.env}/{t.variant}: demo {clip.id} action {a!r} is not "
+                            f"one of {list(self.actions)}"
+                        )
+        if sum(t.kind == "base" for t in self.tasks) != 1:
+            raise ValueError("exactly one task must have kind 'base'")
+        return self
+
+
+class TaskSpec(BaseModel):
+    """A resolved task: its environment plus one variant, overrides applied."""
+
+    model_config = ConfigDict(frozen=True)
+
+    env: EnvSpec
+    variant: TaskVariant
+
+    @property
+    def id(self) -> str:
+        return f"{self.env.env}/{self.variant.variant}"
+
+    @property
+    def max_steps(self) -> int:
+        return self.variant.max_steps or self.env.max_steps
+
+    @property
+    def targets(self) -> dict[str, Target]:
+        return {**self.env.scoring.targets, **self.variant.targets}
+
+    def target(self, name: str) -> float:
+        try:
+            return self.targets[name].value
+        except KeyError:
+            raise TaskSpecError(
+                f"task {self.id}: scoring target {name!r} is missing; add it under "
+                f"scoring.targets in {self.env.env}.yaml or under the task's targets"
+            ) from None
+
+    @property
+    def env_kwargs(self) -> dict[str, Any]:
+        return {**self.env.env_kwargs, **self.variant.env_kwargs}
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {**self.env.scoring.params, **self.env.pass_rule.params, **self.variant.params}
+
+    @property
+    def action_names(self) -> list[str]:
+        return list(self.env.actions)
+
+
+def _locate(err: dict[str, Any], data: Any) -> tuple[str | None, str]:
+    """Turn a pydantic error location into (task id, dotted field path)."""
+    loc = list(err["loc"])
+    task_id = None
+    if len(loc) >= 2 and loc[0] == "tasks" and isinstance(loc[1], int):
+        try:
+            task_id = data["tasks"][loc[1]].get("variant", f"#{loc[1]}")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            task_id = f"#{loc[1]}"
+        loc = loc[2:]
+    return task_id, ".".join(str(x) for x in loc) or "<file>"
+
+
+def load_env_file(path: Path) -> EnvSpec:
+    """Load and validate one environment file, with errors naming file, task and field."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise TaskSpecError(f"{path}: not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise TaskSpecError(f"{path}: expected a mapping at top level")
+    try:
+        spec = EnvSpec.model_validate(data)
+    except ValidationError as e:
+        lines = []
+        env = data.get("env", path.stem)
+        for err in e.errors():
+            task, field = _locate(err, data)
+            where = f"task {env}/{task}" if task else f"environment {env}"
+            lines.append(f"{path}: {where}: field '{field}': {err['msg']}")
+        raise TaskSpecError("\n".join(lines)) from None
+    if spec.env != path.stem:
+        raise TaskSpecError(
+            f"{path}: field 'env': value {spec.env!r} must equal the file name {path.stem!r}"
+        )
+    return spec
+
+
+@cache
+def load_envs(tasks_dir: Path = TASKS_DIR) -> dict[str, EnvSpec]:
+    """All environment files of a tasks folder, keyed by environment key."""
+    files = sorted(Path(tasks_dir).glob("*.yaml"))
+    if not files:
+        raise TaskSpecError(f"{tasks_dir}: no task files (*.yaml) found")
+    return {f.stem: load_env_file(f) for f in files}
+
+
+def all_tasks(tasks_dir: Path = TASKS_DIR) -> list[TaskSpec]:
+    """Every task of every environment, in file then variant order."""
+    return [
+        TaskSpec(env=env, variant=v) for env in load_envs(tasks_dir).values() for v in env.tasks
+    ]
+
+
+def get_task(task_id: str, tasks_dir: Path = TASKS_DIR) -> TaskSpec:
+    """Look a task up by its id ``<env>/<variant>``."""
+    env_key, _, variant = task_id.partition("/")
+    envs = load_envs(tasks_dir)
+    if env_key not in envs:
+        raise TaskSpecError(
+            f"unknown environment {env_key!r} in task id {task_id!r}; known: {', '.join(envs)}"
+        )
+    for v in envs[env_key].tasks:
+        if v.variant == variant:
+            return TaskSpec(env=envs[env_key], variant=v)
+    raise TaskSpecError(
+        f"unknown task {task_id!r}; variants of {env_key}: "
+        f"{', '.join(v.variant for v in envs[env_key].tasks)}"
+    )
+
+
+def select_tasks(patterns: str | None, tasks_dir: Path = TASKS_DIR) -> list[TaskSpec]:
+    """Tasks matching comma-separated glob patterns (``taxi/*,cartpole/base``); all if None."""
+    from fnmatch import fnmatchcase
+
+    tasks = all_tasks(tasks_dir)
+    if not patterns:
+        return tasks
+    pats = [p.strip() for p in patterns.split(",") if p.strip()]
+    chosen = []
+    for p in pats:
+        p2 = p if "/" in p else f"{p}/*"
+        hits = [t for t in tasks if fnmatchcase(t.id, p2)]
+        if not hits:
+            raise TaskSpecError(
+                f"task pattern {p!r} matches no task; try `vical tasks list` to see the ids"
+            )
+        chosen.extend(h for h in hits if h not in chosen)
+    return chosen
+
+
+def tasks_digest(tasks_dir: Path = TASKS_DIR) -> str:
+    """sha256 over every task file (names and bytes): the task-data version."""
+    h = hashlib.sha256()
+    for f in sorted(Path(tasks_dir).glob("*.yaml")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
