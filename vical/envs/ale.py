@@ -1,0 +1,164 @@
+"""Atari 2600 games through ``ale-py`` (the ROMs ship inside its wheel).
+
+One adapter serves every game through data: ``env_kwargs`` in the task YAML
+carries the ALE game name, mode, difficulty and native frame skip; the
+vocabulary maps canonical names to ALE joystick actions (``UPFIRE``...). The
+full 18-action set is always opened, so any reduced vocabulary is just a
+subset of names. Sticky actions are off (``repeat_action_probability=0``).
+
+Game-specific rules (reward filters, RAM-based progress, variant RAM setup,
+pass and ending rules) live in ``vical/envs/ale_games/<env>.py`` as a subclass
+of :class:`ALEAdapter` named ``Adapter``; games without such a module use the
+default capped-ratio score on cumulative reward.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import ale_py
+import gymnasium as gym
+import numpy as np
+
+from vical.envs.core import Adapter, Tick
+from vical.envs.scoring import capped_ratio
+from vical.spec import TaskSpec
+
+gym.register_envs(ale_py)
+
+_ACTION_INDEX = {a.name: int(a.value) for a in ale_py.Action}
+
+
+class ALEAdapter(Adapter):
+    """Generic ALE game: reward since the start state against a calibrated target.
+
+    ``env_kwargs``: ``game`` (ALE id suffix such as ``Pong``), optional
+    ``mode`` and ``difficulty``, ``frameskip`` (native skip per primitive step,
+    default 4) and ``unit_steps`` (primitive steps per outer slot, each of
+    native skip ``frameskip``; Tennis uses 4 unit-frame steps).
+
+    Default scoring: capped ratio of cumulative reward to target ``reward``;
+    pass when cumulative reward reaches target ``pass_reward``.
+    """
+
+    def __init__(self, task: TaskSpec):
+        super().__init__(task)
+        kw = dict(task.env_kwargs)
+        self.game = kw.pop("game")
+        self.unit_steps = int(kw.pop("unit_steps", 1))
+        kw.setdefault("frameskip", 4)
+        self.env = gym.make(
+            f"ALE/{self.game}-v5",
+            repeat_action_probability=0.0,
+            full_action_space=True,
+            render_mode="rgb_array",
+            max_num_frames_per_episode=None,
+            **kw,
+        ).unwrapped
+        self.ale = self.env.ale
+        self.tracking = False
+        self.total = 0.0
+        self.game_over = False
+
+    # -- simulator --------------------------------------------------------
+    @staticmethod
+    def native_index(native: Any) -> int:
+        if isinstance(native, int):
+            return native
+        try:
+            return _ACTION_INDEX[str(native)]
+        except KeyError:
+            raise ValueError(
+                f"unknown ALE action {native!r}; known: {', '.join(_ACTION_INDEX)}"
+            ) from None
+
+    def reset(self, seed: int) -> None:
+        self.env.reset(seed=seed)
+        self.tracking = False
+        self.total = 0.0
+        self.game_over = False
+        self.prepare()
+
+    def prepare(self) -> None:  # noqa: B027 - optional hook
+        """Game-specific setup right after reset (RAM-selected variants...)."""
+
+    def act(self, native: Any) -> Tick:
+        idx = self.native_index(native if native is not None else "NOOP")
+        reward = 0.0
+        terminated = False
+        info: dict[str, Any] = {}
+        for _ in range(self.unit_steps):
+            _obs, r, terminated, _trunc, info = self.env.step(idx)
+            reward += float(r)
+            if terminated:
+                break
+        self.game_over = bool(terminated)
+        tick = Tick(reward=reward, terminated=bool(terminated), info=info)
+        if self.tracking:
+            self.on_tick(tick)
+        return tick
+
+    def frame(self) -> np.ndarray:
+        return np.ascontiguousarray(self.ale.getScreenRGB(), dtype=np.uint8)
+
+    def ram(self) -> np.ndarray:
+        return self.ale.getRAM()
+
+    def lives(self) -> int | None:
+        return int(self.ale.lives())
+
+    def close(self) -> None:
+        self.env.close()
+
+    # -- scoring (defaults; games override) -------------------------------
+    def begin(self) -> None:
+        self.total = 0.0
+        self.start()
+        self.tracking = True
+
+    def start(self) -> None:  # noqa: B027 - optional hook
+        """Snapshot game-specific start state."""
+
+    def reward_filter(self, reward: float) -> float:
+        """The part of a primitive step's reward that counts toward the score."""
+        return reward
+
+    def on_tick(self, tick: Tick) -> None:
+        self.total += self.reward_filter(tick.reward)
+
+    def score(self) -> float:
+        return capped_ratio(self.total, self.task.target("reward"))
+
+    def passed(self) -> bool:
+        return self.total >= self.task.target("pass_reward")
+
+    def ending(self, native_terminated: bool) -> str | None:
+        if native_terminated:
+            return "Terminated"
+        return None
+
+    def progress(self) -> dict:
+        return {"reward": self.total}
+
+
+def make_adapter(task: TaskSpec) -> Adapter:
+    try:
+        module = importlib.import_module(f"vical.envs.ale_games.{task.env.env}")
+    except ModuleNotFoundError as e:
+        if e.name != f"vical.envs.ale_games.{task.env.env}":
+            raise
+        return ALEAdapter(task)
+    return module.Adapter(task)
+
+
+@cache
+def rom_md5s() -> dict[str, str]:
+    """md5 of every ROM file shipped with ale-py, for the environment fingerprint."""
+    roms = Path(ale_py.__file__).parent / "roms"
+    return {
+        p.stem: hashlib.md5(p.read_bytes()).hexdigest() for p in sorted(roms.glob("*.bin"))
+    }

@@ -1,0 +1,1 @@
+"""Game-specific ALE rules: one module per game, each defining ``Adapter(ALEAdapter)``."""
