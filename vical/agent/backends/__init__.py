@@ -1,0 +1,1 @@
+"""Agent backends, one module each, registered with :func:`vical.agent.base.register_agent`."""

@@ -1,0 +1,122 @@
+"""The agent contract the episode runner talks to, and the backend registry.
+
+A backend is a class registered by name with :func:`register_agent`; its
+module is imported lazily by :func:`get_agent`, so a backend's SDK is only
+needed when it is used. The runner calls ``start`` once per episode, then
+``act`` once per decision, and writes every record an agent returns to the
+episode's ``log.jsonl``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vical.spec import TaskSpec
+
+# Failure modes (paper Appendix 5.1) an agent may report; the runner adds
+# "timeout" (budget reached without a pass) and "early_termination".
+AGENT_FAILURES = ("invalid_action", "token_overflow", "api_error")
+
+
+@dataclass(frozen=True)
+class EpisodeContext:
+    """What an agent learns at the start of an episode."""
+
+    task: TaskSpec
+    run_index: int
+    seed: int
+    action_names: list[str]
+    max_steps: int
+    demos: list[Any] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One decision point: the current frame and the previous action."""
+
+    step: int
+    frame: np.ndarray
+    frame_sha256: str
+    previous_action: str | None
+
+
+@dataclass
+class Decision:
+    """An agent's answer. ``action`` is None when ``failure`` ends the episode."""
+
+    action: str | None
+    failure: str | None = None
+    records: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if (self.action is None) == (self.failure is None):
+            raise ValueError("a Decision has exactly one of action or failure")
+        if self.failure is not None and self.failure not in AGENT_FAILURES:
+            raise ValueError(f"unknown failure mode {self.failure!r}; known: {AGENT_FAILURES}")
+
+
+class Agent(ABC):
+    """A policy behind the protocol. Subclasses are registered by name."""
+
+    name: str = "agent"
+
+    @abstractmethod
+    def start(self, ctx: EpisodeContext) -> None:
+        """Begin an episode."""
+
+    @abstractmethod
+    def act(self, obs: Observation) -> Decision:
+        """Choose the next action."""
+
+    def settings(self) -> dict[str, Any]:
+        """Settings recorded in the run manifest (never secrets)."""
+        return {}
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release clients and connections."""
+
+
+_REGISTRY: dict[str, Callable[..., Agent]] = {}
+# backend name -> module that registers it (imported on first use)
+_MODULES: dict[str, str] = {
+    "random": "vical.agent.backends.random",
+}
+
+
+def register_agent(name: str, module: str | None = None):
+    """Class decorator: make a backend available as ``--agent``/``--backend`` NAME."""
+
+    def deco(cls):
+        _REGISTRY[name] = cls
+        cls.name = name
+        if module:
+            _MODULES[name] = module
+        return cls
+
+    return deco
+
+
+def declare_backend(name: str, module: str) -> None:
+    """Declare where a backend lives so that it can be imported lazily."""
+    _MODULES[name] = module
+
+
+def agent_names() -> list[str]:
+    return sorted(set(_MODULES) | set(_REGISTRY))
+
+
+def get_agent(name: str, **kwargs: Any) -> Agent:
+    """Instantiate a registered backend by name, importing its module on first use."""
+    if name not in _REGISTRY:
+        mod = _MODULES.get(name)
+        if mod is None:
+            raise ValueError(f"unknown agent {name!r}; available: {', '.join(agent_names())}")
+        importlib.import_module(mod)
+    return _REGISTRY[name](**kwargs)
