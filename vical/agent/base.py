@@ -54,6 +54,8 @@ class Decision:
     failure: str | None = None
     records: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
+    # media referenced by records: sha256 -> (bytes, mime type); stored once per episode
+    media: dict[str, tuple[bytes, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if (self.action is None) == (self.failure is None):
