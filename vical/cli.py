@@ -1,0 +1,315 @@
+"""The ``vical`` command line. Each command is a thin call into a subpackage."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from vical import __version__
+
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+
+app = typer.Typer(
+    help="vical: evaluate multimodal agents on the V-ICAL benchmark (342 tasks, 37 games).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+tasks_app = typer.Typer(help="Browse the benchmark's tasks.", no_args_is_help=True)
+baseline_app = typer.Typer(help="Reference runs (the random baseline).", no_args_is_help=True)
+app.add_typer(tasks_app, name="tasks")
+app.add_typer(baseline_app, name="baseline")
+
+console = Console()
+err = Console(stderr=True)
+
+
+def fail(msg: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {msg}")
+    raise typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"vical {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """vical command line."""
+
+
+# ---------------------------------------------------------------------------
+# tasks
+# ---------------------------------------------------------------------------
+def _select(patterns: str | None):
+    from vical.spec import TaskSpecError, select_tasks
+
+    try:
+        return select_tasks(patterns)
+    except TaskSpecError as e:
+        fail(str(e))
+
+
+@tasks_app.command("list")
+def tasks_list(
+    pattern: str = typer.Option(None, "--tasks", "-t",
+                                help="Comma-separated id globs, e.g. 'taxi/*,pong'."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """List tasks, one per line, the task id first."""
+    tasks = _select(pattern)
+    rows = [
+        {"id": t.id, "env": t.env.env, "kind": t.variant.kind, "seed": t.variant.seed,
+         "max_steps": t.max_steps, "actions": len(t.action_names),
+         "types": t.env.tags.types, "memory": t.env.tags.memory,
+         "dynamics": t.env.tags.dynamics}
+        for t in tasks
+    ]
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    for r in rows:
+        sys.stdout.write(
+            f"{r['id']}\t{r['kind']}\tseed={r['seed']}\tmax_steps={r['max_steps']}\t"
+            f"actions={r['actions']}\t{'/'.join(r['types'])}\t{r['memory']}\t{r['dynamics']}\n"
+        )
+
+
+@tasks_app.command("show")
+def tasks_show(
+    task_id: str = typer.Argument(..., help="Task id, e.g. taxi/state0."),
+    png: Path = typer.Option(None, "--png", help="Write the start frame to this PNG file."),
+) -> None:
+    """Show one task's settings, rules and actions; optionally save its start frame."""
+    from vical.envs import make_env
+    from vical.spec import TaskSpecError, get_task
+
+    try:
+        t = get_task(task_id)
+    except TaskSpecError as e:
+        fail(str(e))
+    spec = t.env
+    console.print(f"[bold]{t.id}[/] ({spec.name}, paper id {spec.paper_id}, {t.variant.kind})")
+    console.print(f"seed {t.variant.seed}, initial skip {t.variant.initial_skip}, "
+                  f"human-init actions {len(t.variant.init_actions)}, max steps {t.max_steps}, "
+                  f"frame skip {spec.frame_skip} (action held {spec.action_steps})")
+    console.print(f"tags: {', '.join(spec.tags.types)}; {spec.tags.memory}; "
+                  f"{spec.tags.dynamics}")
+    console.print(f"actions: {', '.join(t.action_names)}")
+    console.print(f"scoring ({spec.scoring.family}): {spec.scoring.description}")
+    console.print(f"pass: {spec.pass_rule.description}")
+    console.print(f"[bold]basic rules[/]: {spec.rules.basic}")
+    console.print(f"[bold]detailed rules[/]: {spec.rules.detailed}")
+    console.print(f"demo clips: {len(t.variant.demos)}")
+    if png:
+        from PIL import Image
+
+        env = make_env(t)
+        try:
+            frame = env.reset()
+        finally:
+            env.close()
+        png.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(frame).save(png)
+        console.print(f"start frame ({frame.shape[1]}x{frame.shape[0]}) written to {png}")
+
+
+@tasks_app.command("sheet")
+def tasks_sheet(
+    env: str = typer.Option(..., "--env", help="Environment key, e.g. seaquest."),
+    out: Path = typer.Option(..., "--out", help="PNG file to write."),
+) -> None:
+    """Draw a contact sheet of every start frame of an environment's tasks, for review."""
+    from vical.envs.sheet import start_sheet
+
+    tasks = _select(env)
+    start_sheet(tasks, out)
+    console.print(f"{len(tasks)} start frames written to {out}")
+
+
+@tasks_app.command("make-init")
+def tasks_make_init(
+    env: str = typer.Option(..., "--env", help="Environment key with an init generator."),
+    check: bool = typer.Option(False, "--check",
+                               help="Exit 1 if the stored sequences differ from a fresh run."),
+) -> None:
+    """Re-run an environment's human-init generator and print (or check) its sequences."""
+    from vical.envs.sheet import init_generator
+    from vical.spec import load_envs
+
+    envs = load_envs()
+    if env not in envs:
+        fail(f"unknown environment {env!r}; known: {', '.join(envs)}")
+    gen = init_generator(envs[env])
+    if gen is None:
+        fail(f"{env} has no generate_init_actions(); its sequences are scripted in the YAML")
+    fresh = gen(envs[env])
+    stored = {t.variant: list(t.init_actions) for t in envs[env].tasks if t.init_actions}
+    if check:
+        if fresh != stored:
+            diff = sorted(k for k in set(fresh) | set(stored) if fresh.get(k) != stored.get(k))
+            fail(f"{env}: stored sequences differ from the generator for {diff}", code=1)
+        console.print(f"{env}: {len(stored)} stored sequences match the generator")
+        return
+    sys.stdout.write(json.dumps(fresh, indent=1) + "\n")
+
+
+# ---------------------------------------------------------------------------
+# eval / baseline / report
+# ---------------------------------------------------------------------------
+def _default_out(agent: str) -> Path:
+    return Path("runs") / f"{agent}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
+
+
+def _run(tasks, out: Path, agent: str, agent_kwargs: dict, runs: int, seed: int,
+         workers: int | None, frames: bool, demos: bool, report: bool) -> None:
+    from vical.run import run_eval
+
+    console.print(f"[bold]vical eval[/]: {len(tasks)} tasks x {runs} run(s), agent {agent}, "
+                  f"output {out}")
+    settings = {k: v for k, v in agent_kwargs.items()}
+    try:
+        summary = run_eval(tasks, out, agent=agent, agent_kwargs=agent_kwargs,
+                           agent_settings=settings, runs=runs, run_seed=seed, workers=workers,
+                           save_frames=frames, demos=demos)
+    except KeyboardInterrupt:
+        err.print(f"\ninterrupted: finished episodes are kept in {out}; run the same command "
+                  f"with --out {out} to resume")
+        raise typer.Exit(130) from None
+    except ValueError as e:
+        fail(str(e))
+    console.print(f"{summary.finished} episodes run, {summary.skipped} already finished")
+    for name, why in summary.failed:
+        err.print(f"[red]episode {name} failed:[/] {why}")
+    if report:
+        _report([out], out)
+    if summary.failed:
+        fail(f"{len(summary.failed)} episode(s) failed; re-run with --out {out} to retry them",
+             code=1)
+
+
+@app.command("eval")
+def eval_cmd(
+    agent: str = typer.Option("random", "--agent", "--backend", "-a",
+                              help="Agent backend: random, openai-chat, openai-responses, "
+                                   "gemini, openrouter."),
+    tasks: str = typer.Option(None, "--tasks", "-t",
+                              help="Comma-separated id globs (default: every task)."),
+    runs: int = typer.Option(1, "--runs", min=1, help="Episodes per task."),
+    out: Path = typer.Option(None, "--out", "-o",
+                             help="Run folder (default runs/<agent>-<time>). Re-use it to "
+                                  "resume an interrupted run."),
+    workers: int = typer.Option(None, "--workers", "-j", min=1,
+                                help="Parallel episodes (default: one per core)."),
+    seed: int = typer.Option(0, "--seed", help="Run seed; each episode's seed derives from it."),
+    endpoint: str = typer.Option(None, "--endpoint", help="API base URL of the model server."),
+    model: str = typer.Option(None, "--model", help="Model name at the endpoint."),
+    api_key_env: str = typer.Option(None, "--api-key-env",
+                                    help="Environment variable holding the API key."),
+    temperature: float = typer.Option(None, "--temperature", help="Sampling temperature."),
+    max_output_tokens: int = typer.Option(None, "--max-output-tokens",
+                                          help="Cap on tokens per reply."),
+    reasoning_effort: str = typer.Option(None, "--reasoning-effort",
+                                         help="Reasoning effort where the provider has it."),
+    extra_body: str = typer.Option(None, "--extra-body",
+                                   help="JSON object merged into each request body."),
+    frames: bool = typer.Option(True, "--frames/--no-frames",
+                                help="Save every frame as PNG in the episode folder."),
+    demos: bool = typer.Option(True, "--demos/--no-demos",
+                               help="Send the demonstration videos (ablation: --no-demos)."),
+    report: bool = typer.Option(True, "--report/--no-report",
+                                help="Print and write the Table-1 report at the end."),
+) -> None:
+    """Evaluate an agent on tasks; writes one folder per episode and a run manifest."""
+    from vical.agent.base import agent_names
+
+    if agent not in agent_names():
+        fail(f"unknown agent {agent!r}; available: {', '.join(agent_names())}")
+    kwargs: dict = {"seed": seed}
+    if agent != "random":
+        try:
+            body = json.loads(extra_body) if extra_body else None
+        except json.JSONDecodeError as e:
+            fail(f"--extra-body is not valid JSON ({e}); example: '{{\"top_p\": 0.9}}'")
+        if model is None:
+            fail(f"--model is required for the {agent} backend")
+        kwargs.update(endpoint=endpoint, model=model, api_key_env=api_key_env,
+                      temperature=temperature, max_output_tokens=max_output_tokens,
+                      reasoning_effort=reasoning_effort, extra_body=body)
+    _run(_select(tasks), out or _default_out(agent), agent, kwargs, runs, seed, workers,
+         frames, demos, report)
+
+
+@baseline_app.command("random")
+def baseline_random(
+    out: Path = typer.Option(Path("runs/random-baseline"), "--out", "-o",
+                             help="Run folder (re-use it to resume)."),
+    tasks: str = typer.Option(None, "--tasks", "-t", help="Id globs (default: every task)."),
+    runs: int = typer.Option(3, "--runs", min=1, help="Episodes per task (paper: 3)."),
+    workers: int = typer.Option(None, "--workers", "-j", min=1, help="Parallel episodes."),
+    seed: int = typer.Option(0, "--seed", help="Run seed."),
+    frames: bool = typer.Option(False, "--frames/--no-frames", help="Save PNG frames."),
+) -> None:
+    """The random reference: uniform legal actions, 3 runs per task, as a normal run folder."""
+    _run(_select(tasks), out, "random", {"seed": seed}, runs, seed, workers, frames, False, True)
+
+
+def _report(run_dirs: list[Path], out: Path | None) -> None:
+    from vical.report.table import report_run, write_reports
+
+    reports = []
+    for d in run_dirs:
+        try:
+            reports.append(report_run(d))
+        except (FileNotFoundError, ValueError) as e:
+            fail(str(e))
+    target = out or (run_dirs[0] if len(run_dirs) == 1 else Path("report"))
+    jpath, mpath = write_reports(reports, target)
+    from vical.paper import TABLE1_COLUMNS
+
+    table = Table(title="V-ICAL results (S: score 0-100, P%: pass rate; Table 1 columns)")
+    table.add_column("column")
+    for r in reports:
+        table.add_column(f"{r.name} S", justify="right")
+        table.add_column("P%", justify="right")
+    for c in TABLE1_COLUMNS:
+        cells = []
+        for r in reports:
+            cell = r.columns[c]
+            cells += (["–", "–"] if cell.score is None
+                      else [f"{cell.score:.1f}", f"{cell.pass_rate:.0f}"])
+        table.add_row(c, *cells)
+    console.print(table)
+    console.print(f"report written to {jpath} and {mpath}")
+
+
+@app.command("report")
+def report_cmd(
+    runs: list[Path] = typer.Argument(..., help="One or more run folders, side by side."),
+    out: Path = typer.Option(None, "--out", "-o",
+                             help="Folder for report.json/report.md (default: the run folder "
+                                  "for one run, ./report for several)."),
+) -> None:
+    """Table 1 for one or more runs: S and P% by type, memory, dynamics and overall."""
+    _report(runs, out)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

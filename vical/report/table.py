@@ -1,0 +1,142 @@
+"""Table 1: score S and pass rate P% by category, from ``eval_result.json`` files.
+
+Aggregation (paper Section 3.3): a task's score is the mean over its runs;
+an environment's score is the mean over its tasks; every column is the
+equal-weight mean over the environments it contains (an environment with
+several type tags counts in each). Pass rate follows the same path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from statistics import mean
+
+from pydantic import BaseModel
+
+from vical.paper import TABLE1_COLUMNS, TABLE1_REFERENCE
+from vical.run.results import EvalResult, load_results
+
+
+class Cell(BaseModel):
+    score: float | None
+    pass_rate: float | None
+    n_envs: int
+
+
+class EnvRow(BaseModel):
+    env: str
+    score: float
+    pass_rate: float
+    n_tasks: int
+    n_episodes: int
+    tags: dict
+
+
+class RunReport(BaseModel):
+    name: str
+    agent: str
+    n_episodes: int
+    n_tasks: int
+    n_envs: int
+    columns: dict[str, Cell]
+    envs: list[EnvRow]
+
+
+def _column_members(tags: dict) -> list[str]:
+    return [*tags["types"], tags["memory"], tags["dynamics"], "All"]
+
+
+def build_report(results: list[EvalResult], name: str) -> RunReport:
+    """Aggregate one run's results into Table-1 columns and per-environment rows."""
+    if not results:
+        raise ValueError(f"{name}: no finished episodes to report")
+    by_task: dict[str, list[EvalResult]] = defaultdict(list)
+    for r in results:
+        by_task[r.task_id].append(r)
+    by_env: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    env_tags: dict[str, dict] = {}
+    env_eps: dict[str, int] = defaultdict(int)
+    for rs in by_task.values():
+        env = rs[0].env
+        by_env[env].append((mean(r.score for r in rs), mean(float(r.passed) for r in rs)))
+        env_tags[env] = rs[0].tags
+        env_eps[env] += len(rs)
+    env_rows = [
+        EnvRow(env=e, score=mean(s for s, _ in v), pass_rate=100 * mean(p for _, p in v),
+               n_tasks=len(v), n_episodes=env_eps[e], tags=env_tags[e])
+        for e, v in sorted(by_env.items())
+    ]
+    cols: dict[str, list[EnvRow]] = {c: [] for c in TABLE1_COLUMNS}
+    for row in env_rows:
+        for c in _column_members(row.tags):
+            cols[c].append(row)
+    columns = {
+        c: Cell(
+            score=mean(r.score for r in rows) if rows else None,
+            pass_rate=mean(r.pass_rate for r in rows) if rows else None,
+            n_envs=len(rows),
+        )
+        for c, rows in cols.items()
+    }
+    agents = sorted({r.agent for r in results})
+    return RunReport(name=name, agent=",".join(agents), n_episodes=len(results),
+                     n_tasks=len(by_task), n_envs=len(env_rows), columns=columns, envs=env_rows)
+
+
+def report_run(run_dir: Path) -> RunReport:
+    run_dir = Path(run_dir)
+    return build_report(load_results(run_dir), run_dir.name)
+
+
+def _fmt(x: float | None, digits: int = 1) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def render_markdown(reports: list[RunReport], reference: bool = True) -> str:
+    """Table 1 layout: one row per run, S and P% per column; per-environment means below."""
+    head = "| Model | " + " | ".join(f"{c} S | {c} P%" for c in TABLE1_COLUMNS) + " |"
+    sep = "|---|" + "---:|" * (2 * len(TABLE1_COLUMNS))
+    lines = ["# Results (Table 1 layout)", "",
+             "S: normalized score (0–100); P%: pass rate. Task scores are averaged over runs, "
+             "then over the tasks of each environment; every column weights its "
+             "environments equally.", "", head, sep]
+    for r in reports:
+        cells = []
+        for c in TABLE1_COLUMNS:
+            cell = r.columns[c]
+            cells += [_fmt(cell.score), _fmt(cell.pass_rate, 0)]
+        lines.append(f"| {r.name} ({r.agent}) | " + " | ".join(cells) + " |")
+    if reference:
+        for label, vals in TABLE1_REFERENCE.items():
+            cells = [f"{s:.1f} | {p}" for s, p in vals]
+            lines.append(f"| *{label}* | " + " | ".join(cells) + " |")
+    lines += ["", "## Coverage", ""]
+    for r in reports:
+        lines.append(f"- {r.name}: {r.n_episodes} episodes over {r.n_tasks} tasks in "
+                     f"{r.n_envs} environments; environments per column: "
+                     + ", ".join(f"{c} {r.columns[c].n_envs}" for c in TABLE1_COLUMNS))
+    lines += ["", "## Per environment", "",
+              "| Environment | " + " | ".join(f"{r.name} S | {r.name} P%" for r in reports)
+              + " |", "|---|" + "---:|" * (2 * len(reports))]
+    envs = sorted({e.env for r in reports for e in r.envs})
+    for e in envs:
+        cells = []
+        for r in reports:
+            row = next((x for x in r.envs if x.env == e), None)
+            cells += [_fmt(row.score if row else None), _fmt(row.pass_rate if row else None, 0)]
+        lines.append(f"| {e} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_reports(reports: list[RunReport], out_dir: Path) -> tuple[Path, Path]:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    from vical.run.results import atomic_write_bytes
+
+    jpath, mpath = out_dir / "report.json", out_dir / "report.md"
+    payload = {"runs": [r.model_dump() for r in reports]}
+    atomic_write_bytes(jpath, (json.dumps(payload, indent=2) + "\n").encode())
+    atomic_write_bytes(mpath, render_markdown(reports).encode())
+    return jpath, mpath

@@ -1,0 +1,94 @@
+"""What an evaluation writes to disk: pydantic models and atomic file helpers."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+FAILURE_MODES = ("timeout", "invalid_action", "token_overflow", "early_termination", "api_error")
+
+
+class EvalResult(BaseModel):
+    """One episode's outcome (``eval_result.json``). The report reads only these."""
+
+    schema_version: int = 1
+    task_id: str
+    env: str
+    variant: str
+    run_index: int
+    agent: str
+    seed: int
+    score: float = Field(ge=0.0, le=100.0)
+    passed: bool
+    outcome: str | None
+    failure_mode: str | None
+    steps: int
+    max_steps: int
+    actions: list[str]
+    frame_hashes: list[str]
+    tags: dict[str, Any]
+    progress: dict[str, Any] = Field(default_factory=dict)
+    usage: dict[str, int] = Field(default_factory=dict)
+    cost_usd: float | None = None
+    wall_seconds: float
+    agent_seconds: float
+    started_at: str
+    finished_at: str
+    vical_version: str
+
+
+class RunManifest(BaseModel):
+    """A run folder's ``manifest.json``: who ran what, with which settings and versions."""
+
+    schema_version: int = 1
+    run_id: str
+    agent: str
+    agent_settings: dict[str, Any]
+    run_seed: int
+    runs_per_task: int
+    tasks: list[str]
+    tasks_digest: str
+    versions: dict[str, str]
+    created_at: str
+    command: list[str] = Field(default_factory=list)
+    image: dict[str, str] | None = None
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write to a temporary file in the same folder, fsync, then rename over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    if isinstance(obj, BaseModel):
+        text = obj.model_dump_json(indent=2)
+    else:
+        text = json.dumps(obj, indent=2, sort_keys=True)
+    atomic_write_bytes(path, (text + "\n").encode())
+
+
+def load_results(run_dir: Path) -> list[EvalResult]:
+    """Every finished episode of a run folder, sorted by task then run index."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise FileNotFoundError(f"{run_dir}: no such run folder")
+    out = [
+        EvalResult.model_validate_json(p.read_text())
+        for p in sorted((run_dir / "episodes").glob("*/eval_result.json"))
+    ]
+    return sorted(out, key=lambda r: (r.task_id, r.run_index))
