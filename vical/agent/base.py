@@ -89,6 +89,10 @@ _REGISTRY: dict[str, Callable[..., Agent]] = {}
 # backend name -> module that registers it (imported on first use)
 _MODULES: dict[str, str] = {
     "random": "vical.agent.backends.random",
+    "openai-chat": "vical.agent.backends.openai_chat",
+    "openai-responses": "vical.agent.backends.openai_responses",
+    "gemini": "vical.agent.backends.gemini",
+    "openrouter": "vical.agent.backends.openrouter",
 }
 
 

@@ -37,10 +37,10 @@ def cliff_distances() -> dict[tuple[int, int], int]:
         r, c = q.popleft()
         for dr, dc in _MOVES:
             nr, nc = r + dr, c + dc
-            if 0 <= nr < CLIFF_ROWS and 0 <= nc < CLIFF_COLS and not _is_cliff(nr, nc):
-                if (nr, nc) not in dist:
-                    dist[(nr, nc)] = dist[(r, c)] + 1
-                    q.append((nr, nc))
+            inside = 0 <= nr < CLIFF_ROWS and 0 <= nc < CLIFF_COLS
+            if inside and not _is_cliff(nr, nc) and (nr, nc) not in dist:
+                dist[(nr, nc)] = dist[(r, c)] + 1
+                q.append((nr, nc))
     return dist
 
 

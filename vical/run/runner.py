@@ -17,6 +17,7 @@ same command then resumes and skips the finished ones.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -209,10 +210,8 @@ def _versions() -> dict[str, str]:
     out = {"vical": __version__, "python": sys.version.split()[0]}
     for pkg in ("gymnasium", "numpy", "ale-py", "minigrid", "procgen2", "highway-env",
                 "tetris-gymnasium", "flappy-bird-gymnasium", "pygame-ce", "pygame"):
-        try:
+        with contextlib.suppress(PackageNotFoundError):
             out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            pass
     return out
 
 
@@ -278,8 +277,14 @@ def run_eval(tasks: list[TaskSpec], run_dir: Path, agent: str = "random",
         return summary
     workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
 
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     bar = Progress(TextColumn("[bold]eval[/]"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.description}"),
@@ -292,7 +297,7 @@ def run_eval(tasks: list[TaskSpec], run_dir: Path, agent: str = "random",
                     bar.update(pid, description=job.task_id)
                     run_episode(job)
                     summary.finished += 1
-                except Exception as e:  # noqa: BLE001 - reported per episode
+                except Exception as e:
                     summary.failed.append((episode_name(job.task_id, job.run_index), repr(e)))
                 bar.advance(pid)
             return summary
@@ -306,7 +311,7 @@ def run_eval(tasks: list[TaskSpec], run_dir: Path, agent: str = "random",
                         try:
                             fut.result()
                             summary.finished += 1
-                        except Exception as e:  # noqa: BLE001
+                        except Exception as e:
                             summary.failed.append(
                                 (episode_name(job.task_id, job.run_index), repr(e)))
                         bar.advance(pid)
