@@ -38,8 +38,20 @@ def test_unknown_task_names_value_and_fix():
 
 def test_eval_then_report(tmp_path):
     out = tmp_path / "run"
-    r = runner.invoke(app, ["eval", "--tasks", "taxi/state0,acrobot/rest", "--runs", "2",
-                            "--out", str(out), "--workers", "1"])
+    r = runner.invoke(
+        app,
+        [
+            "eval",
+            "--tasks",
+            "taxi/state0,acrobot/rest",
+            "--runs",
+            "2",
+            "--out",
+            str(out),
+            "--workers",
+            "1",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert (out / "report.json").exists() and (out / "report.md").exists()
     assert "All" in r.stdout

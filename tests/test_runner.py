@@ -37,7 +37,8 @@ def test_run_writes_every_episode_file(tmp_path):
     assert manifest["agent"] == "random" and manifest["runs_per_task"] == 2
     assert "gymnasium" in manifest["versions"]
     assert not (tmp_path / "run" / ".partial").exists() or not any(
-        (tmp_path / "run" / ".partial").iterdir())
+        (tmp_path / "run" / ".partial").iterdir()
+    )
 
 
 def test_results_replay_exactly_in_a_fresh_env(tmp_path):
@@ -65,7 +66,7 @@ def test_same_seed_same_actions_and_distinct_episode_seeds(tmp_path):
 def test_resume_skips_finished_and_refuses_other_settings(tmp_path):
     tasks = select_tasks(TASKS)
     run_eval(tasks[:1], tmp_path / "run", runs=1, workers=1, progress=False)
-    first = (tmp_path / "run" / "episodes" / episode_name(tasks[0].id, 0) / "eval_result.json")
+    first = tmp_path / "run" / "episodes" / episode_name(tasks[0].id, 0) / "eval_result.json"
     before = first.read_bytes()
     s = run_eval(tasks, tmp_path / "run", runs=1, workers=1, progress=False)
     assert s.skipped == 1 and s.finished == 2
@@ -75,8 +76,13 @@ def test_resume_skips_finished_and_refuses_other_settings(tmp_path):
 
 
 def test_failure_modes_recorded(tmp_path):
-    run_eval(select_tasks("cartpole/*,cliffwalking/*"), tmp_path / "run", runs=1, workers=1,
-             progress=False)
+    run_eval(
+        select_tasks("cartpole/*,cliffwalking/*"),
+        tmp_path / "run",
+        runs=1,
+        workers=1,
+        progress=False,
+    )
     for r in load_results(tmp_path / "run"):
         if r.passed:
             assert r.failure_mode is None
@@ -90,11 +96,25 @@ def test_failure_modes_recorded(tmp_path):
 def test_sigkill_then_resume_gives_exact_episode_set(tmp_path, workers):
     out = tmp_path / "run"
     pattern = "taxi/*,cliffwalking/*,cartpole/*"
-    cmd = [sys.executable, "-m", "vical.cli", "eval", "--tasks", pattern, "--runs", "2",
-           "--out", str(out), "--workers", str(workers), "--no-report"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "vical.cli",
+        "eval",
+        "--tasks",
+        pattern,
+        "--runs",
+        "2",
+        "--out",
+        str(out),
+        "--workers",
+        str(workers),
+        "--no-report",
+    ]
     env = {**os.environ, "SDL_VIDEODRIVER": "dummy"}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.time() + 120
     while time.time() < deadline:
         n = len(list(out.glob("episodes/*/eval_result.json")))
@@ -103,8 +123,7 @@ def test_sigkill_then_resume_gives_exact_episode_set(tmp_path, workers):
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    killed_with = {p.parent.name: p.read_bytes()
-                   for p in out.glob("episodes/*/eval_result.json")}
+    killed_with = {p.parent.name: p.read_bytes() for p in out.glob("episodes/*/eval_result.json")}
     assert 3 <= len(killed_with) < 30, "the kill must land part-way through the run"
     # every episode folder present after the kill is whole
     for d in (out / "episodes").iterdir():

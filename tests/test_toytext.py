@@ -76,8 +76,14 @@ def test_taxi_v4_as_configured_is_the_v3_domain():
     assert checked == 500 * 6
     # the initial distribution: passenger at a stand, destination another stand
     support = {i for i, w in enumerate(raw.initial_state_distrib) if w > 0}
-    expected = {v3_encode(r, c, p, d) for r in range(5) for c in range(5)
-                for p in range(4) for d in range(4) if p != d}
+    expected = {
+        v3_encode(r, c, p, d)
+        for r in range(5)
+        for c in range(5)
+        for p in range(4)
+        for d in range(4)
+        if p != d
+    }
     assert support == expected
     assert np.allclose(raw.initial_state_distrib[list(expected)], 1 / len(expected))
     env.close()

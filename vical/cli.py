@@ -45,8 +45,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     """vical command line."""
 
@@ -65,17 +66,25 @@ def _select(patterns: str | None):
 
 @tasks_app.command("list")
 def tasks_list(
-    pattern: str = typer.Option(None, "--tasks", "-t",
-                                help="Comma-separated id globs, e.g. 'taxi/*,pong'."),
+    pattern: str = typer.Option(
+        None, "--tasks", "-t", help="Comma-separated id globs, e.g. 'taxi/*,pong'."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """List tasks, one per line, the task id first."""
     tasks = _select(pattern)
     rows = [
-        {"id": t.id, "env": t.env.env, "kind": t.variant.kind, "seed": t.variant.seed,
-         "max_steps": t.max_steps, "actions": len(t.action_names),
-         "types": t.env.tags.types, "memory": t.env.tags.memory,
-         "dynamics": t.env.tags.dynamics}
+        {
+            "id": t.id,
+            "env": t.env.env,
+            "kind": t.variant.kind,
+            "seed": t.variant.seed,
+            "max_steps": t.max_steps,
+            "actions": len(t.action_names),
+            "types": t.env.tags.types,
+            "memory": t.env.tags.memory,
+            "dynamics": t.env.tags.dynamics,
+        }
         for t in tasks
     ]
     if as_json:
@@ -103,11 +112,12 @@ def tasks_show(
         fail(str(e))
     spec = t.env
     console.print(f"[bold]{t.id}[/] ({spec.name}, paper id {spec.paper_id}, {t.variant.kind})")
-    console.print(f"seed {t.variant.seed}, initial skip {t.variant.initial_skip}, "
-                  f"human-init actions {len(t.variant.init_actions)}, max steps {t.max_steps}, "
-                  f"frame skip {spec.frame_skip} (action held {spec.action_steps})")
-    console.print(f"tags: {', '.join(spec.tags.types)}; {spec.tags.memory}; "
-                  f"{spec.tags.dynamics}")
+    console.print(
+        f"seed {t.variant.seed}, initial skip {t.variant.initial_skip}, "
+        f"human-init actions {len(t.variant.init_actions)}, max steps {t.max_steps}, "
+        f"frame skip {spec.frame_skip} (action held {spec.action_steps})"
+    )
+    console.print(f"tags: {', '.join(spec.tags.types)}; {spec.tags.memory}; {spec.tags.dynamics}")
     console.print(f"actions: {', '.join(t.action_names)}")
     console.print(f"scoring ({spec.scoring.family}): {spec.scoring.description}")
     console.print(f"pass: {spec.pass_rule.description}")
@@ -143,8 +153,9 @@ def tasks_sheet(
 @tasks_app.command("make-init")
 def tasks_make_init(
     env: str = typer.Option(..., "--env", help="Environment key with an init generator."),
-    check: bool = typer.Option(False, "--check",
-                               help="Exit 1 if the stored sequences differ from a fresh run."),
+    check: bool = typer.Option(
+        False, "--check", help="Exit 1 if the stored sequences differ from a fresh run."
+    ),
 ) -> None:
     """Re-run an environment's human-init generator and print (or check) its sequences."""
     from vical.envs.sheet import init_generator
@@ -174,20 +185,42 @@ def _default_out(agent: str) -> Path:
     return Path("runs") / f"{agent}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
 
 
-def _run(tasks, out: Path, agent: str, agent_kwargs: dict, runs: int, seed: int,
-         workers: int | None, frames: bool, demos: bool, report: bool) -> None:
+def _run(
+    tasks,
+    out: Path,
+    agent: str,
+    agent_kwargs: dict,
+    runs: int,
+    seed: int,
+    workers: int | None,
+    frames: bool,
+    demos: bool,
+    report: bool,
+) -> None:
     from vical.run import run_eval
 
-    console.print(f"[bold]vical eval[/]: {len(tasks)} tasks x {runs} run(s), agent {agent}, "
-                  f"output {out}")
+    console.print(
+        f"[bold]vical eval[/]: {len(tasks)} tasks x {runs} run(s), agent {agent}, output {out}"
+    )
     settings = {k: v for k, v in agent_kwargs.items()}
     try:
-        summary = run_eval(tasks, out, agent=agent, agent_kwargs=agent_kwargs,
-                           agent_settings=settings, runs=runs, run_seed=seed, workers=workers,
-                           save_frames=frames, demos=demos)
+        summary = run_eval(
+            tasks,
+            out,
+            agent=agent,
+            agent_kwargs=agent_kwargs,
+            agent_settings=settings,
+            runs=runs,
+            run_seed=seed,
+            workers=workers,
+            save_frames=frames,
+            demos=demos,
+        )
     except KeyboardInterrupt:
-        err.print(f"\ninterrupted: finished episodes are kept in {out}; run the same command "
-                  f"with --out {out} to resume")
+        err.print(
+            f"\ninterrupted: finished episodes are kept in {out}; run the same command "
+            f"with --out {out} to resume"
+        )
         raise typer.Exit(130) from None
     except ValueError as e:
         fail(str(e))
@@ -197,41 +230,59 @@ def _run(tasks, out: Path, agent: str, agent_kwargs: dict, runs: int, seed: int,
     if report:
         _report([out], out)
     if summary.failed:
-        fail(f"{len(summary.failed)} episode(s) failed; re-run with --out {out} to retry them",
-             code=1)
+        fail(
+            f"{len(summary.failed)} episode(s) failed; re-run with --out {out} to retry them",
+            code=1,
+        )
 
 
 @app.command("eval")
 def eval_cmd(
-    agent: str = typer.Option("random", "--agent", "--backend", "-a",
-                              help="Agent backend: random, openai-chat, openai-responses, "
-                                   "gemini, openrouter."),
-    tasks: str = typer.Option(None, "--tasks", "-t",
-                              help="Comma-separated id globs (default: every task)."),
+    agent: str = typer.Option(
+        "random",
+        "--agent",
+        "--backend",
+        "-a",
+        help="Agent backend: random, openai-chat, openai-responses, gemini, openrouter.",
+    ),
+    tasks: str = typer.Option(
+        None, "--tasks", "-t", help="Comma-separated id globs (default: every task)."
+    ),
     runs: int = typer.Option(1, "--runs", min=1, help="Episodes per task."),
-    out: Path = typer.Option(None, "--out", "-o",
-                             help="Run folder (default runs/<agent>-<time>). Re-use it to "
-                                  "resume an interrupted run."),
-    workers: int = typer.Option(None, "--workers", "-j", min=1,
-                                help="Parallel episodes (default: one per core)."),
+    out: Path = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="Run folder (default runs/<agent>-<time>). Re-use it to resume an interrupted run.",
+    ),
+    workers: int = typer.Option(
+        None, "--workers", "-j", min=1, help="Parallel episodes (default: one per core)."
+    ),
     seed: int = typer.Option(0, "--seed", help="Run seed; each episode's seed derives from it."),
     endpoint: str = typer.Option(None, "--endpoint", help="API base URL of the model server."),
     model: str = typer.Option(None, "--model", help="Model name at the endpoint."),
-    api_key_env: str = typer.Option(None, "--api-key-env",
-                                    help="Environment variable holding the API key."),
+    api_key_env: str = typer.Option(
+        None, "--api-key-env", help="Environment variable holding the API key."
+    ),
     temperature: float = typer.Option(None, "--temperature", help="Sampling temperature."),
-    max_output_tokens: int = typer.Option(None, "--max-output-tokens",
-                                          help="Cap on tokens per reply."),
-    reasoning_effort: str = typer.Option(None, "--reasoning-effort",
-                                         help="Reasoning effort where the provider has it."),
-    extra_body: str = typer.Option(None, "--extra-body",
-                                   help="JSON object merged into each request body."),
-    frames: bool = typer.Option(True, "--frames/--no-frames",
-                                help="Save every frame as PNG in the episode folder."),
-    demos: bool = typer.Option(True, "--demos/--no-demos",
-                               help="Send the demonstration videos (ablation: --no-demos)."),
-    report: bool = typer.Option(True, "--report/--no-report",
-                                help="Print and write the Table-1 report at the end."),
+    max_output_tokens: int = typer.Option(
+        None, "--max-output-tokens", help="Cap on tokens per reply."
+    ),
+    reasoning_effort: str = typer.Option(
+        None, "--reasoning-effort", help="Reasoning effort where the provider has it."
+    ),
+    extra_body: str = typer.Option(
+        None, "--extra-body", help="JSON object merged into each request body."
+    ),
+    frames: bool = typer.Option(
+        True, "--frames/--no-frames", help="Save every frame as PNG in the episode folder."
+    ),
+    demos: bool = typer.Option(
+        True, "--demos/--no-demos", help="Send the demonstration videos (ablation: --no-demos)."
+    ),
+    report: bool = typer.Option(
+        True, "--report/--no-report", help="Print and write the Table-1 report at the end."
+    ),
 ) -> None:
     """Evaluate an agent on tasks; writes one folder per episode and a run manifest."""
     from vical.agent.base import agent_names
@@ -246,17 +297,34 @@ def eval_cmd(
             fail(f"--extra-body is not valid JSON ({e}); example: '{{\"top_p\": 0.9}}'")
         if model is None:
             fail(f"--model is required for the {agent} backend")
-        kwargs.update(endpoint=endpoint, model=model, api_key_env=api_key_env,
-                      temperature=temperature, max_output_tokens=max_output_tokens,
-                      reasoning_effort=reasoning_effort, extra_body=body)
-    _run(_select(tasks), out or _default_out(agent), agent, kwargs, runs, seed, workers,
-         frames, demos, report)
+        kwargs.update(
+            endpoint=endpoint,
+            model=model,
+            api_key_env=api_key_env,
+            temperature=temperature,
+            max_output_tokens=max_output_tokens,
+            reasoning_effort=reasoning_effort,
+            extra_body=body,
+        )
+    _run(
+        _select(tasks),
+        out or _default_out(agent),
+        agent,
+        kwargs,
+        runs,
+        seed,
+        workers,
+        frames,
+        demos,
+        report,
+    )
 
 
 @baseline_app.command("random")
 def baseline_random(
-    out: Path = typer.Option(Path("runs/random-baseline"), "--out", "-o",
-                             help="Run folder (re-use it to resume)."),
+    out: Path = typer.Option(
+        Path("runs/random-baseline"), "--out", "-o", help="Run folder (re-use it to resume)."
+    ),
     tasks: str = typer.Option(None, "--tasks", "-t", help="Id globs (default: every task)."),
     runs: int = typer.Option(3, "--runs", min=1, help="Episodes per task (paper: 3)."),
     workers: int = typer.Option(None, "--workers", "-j", min=1, help="Parallel episodes."),
@@ -289,8 +357,9 @@ def _report(run_dirs: list[Path], out: Path | None) -> None:
         cells = []
         for r in reports:
             cell = r.columns[c]
-            cells += (["–", "–"] if cell.score is None
-                      else [f"{cell.score:.1f}", f"{cell.pass_rate:.0f}"])
+            cells += (
+                ["–", "–"] if cell.score is None else [f"{cell.score:.1f}", f"{cell.pass_rate:.0f}"]
+            )
         table.add_row(c, *cells)
     console.print(table)
     console.print(f"report written to {jpath} and {mpath}")
@@ -299,9 +368,13 @@ def _report(run_dirs: list[Path], out: Path | None) -> None:
 @app.command("report")
 def report_cmd(
     runs: list[Path] = typer.Argument(..., help="One or more run folders, side by side."),
-    out: Path = typer.Option(None, "--out", "-o",
-                             help="Folder for report.json/report.md (default: the run folder "
-                                  "for one run, ./report for several)."),
+    out: Path = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="Folder for report.json/report.md (default: the run folder "
+        "for one run, ./report for several).",
+    ),
 ) -> None:
     """Table 1 for one or more runs: S and P% by type, memory, dynamics and overall."""
     _report(runs, out)

@@ -83,7 +83,7 @@ class ALEAdapter(Adapter):
         self.game_over = False
         self.prepare()
 
-    def prepare(self) -> None:  # noqa: B027 - optional hook
+    def prepare(self) -> None:
         """Game-specific setup right after reset (RAM-selected variants...)."""
 
     def act(self, native: Any) -> Tick:
@@ -120,7 +120,7 @@ class ALEAdapter(Adapter):
         self.start()
         self.tracking = True
 
-    def start(self) -> None:  # noqa: B027 - optional hook
+    def start(self) -> None:
         """Snapshot game-specific start state."""
 
     def reward_filter(self, reward: float) -> float:
@@ -159,6 +159,4 @@ def make_adapter(task: TaskSpec) -> Adapter:
 def rom_md5s() -> dict[str, str]:
     """md5 of every ROM file shipped with ale-py, for the environment fingerprint."""
     roms = Path(ale_py.__file__).parent / "roms"
-    return {
-        p.stem: hashlib.md5(p.read_bytes()).hexdigest() for p in sorted(roms.glob("*.bin"))
-    }
+    return {p.stem: hashlib.md5(p.read_bytes()).hexdigest() for p in sorted(roms.glob("*.bin"))}

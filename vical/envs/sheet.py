@@ -39,9 +39,12 @@ def start_sheet(tasks: list[TaskSpec], out: Path, columns: int = 5) -> None:
         sheet.paste(Image.fromarray(f).resize((CELL_W, ch), Image.BILINEAR), (x, y))
         v = t.variant
         draw.text((x + 3, y + ch + 2), f"{t.id} ({v.kind})", fill="white", font=font(12))
-        draw.text((x + 3, y + ch + 17),
-                  f"seed {v.seed} skip {v.initial_skip} init {len(v.init_actions)} "
-                  f"max {t.max_steps}", fill="white", font=font(11))
+        draw.text(
+            (x + 3, y + ch + 17),
+            f"seed {v.seed} skip {v.initial_skip} init {len(v.init_actions)} max {t.max_steps}",
+            fill="white",
+            font=font(11),
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     sheet.save(out, format="PNG")
 

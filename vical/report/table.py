@@ -64,8 +64,14 @@ def build_report(results: list[EvalResult], name: str) -> RunReport:
         env_tags[env] = rs[0].tags
         env_eps[env] += len(rs)
     env_rows = [
-        EnvRow(env=e, score=mean(s for s, _ in v), pass_rate=100 * mean(p for _, p in v),
-               n_tasks=len(v), n_episodes=env_eps[e], tags=env_tags[e])
+        EnvRow(
+            env=e,
+            score=mean(s for s, _ in v),
+            pass_rate=100 * mean(p for _, p in v),
+            n_tasks=len(v),
+            n_episodes=env_eps[e],
+            tags=env_tags[e],
+        )
         for e, v in sorted(by_env.items())
     ]
     cols: dict[str, list[EnvRow]] = {c: [] for c in TABLE1_COLUMNS}
@@ -81,8 +87,15 @@ def build_report(results: list[EvalResult], name: str) -> RunReport:
         for c, rows in cols.items()
     }
     agents = sorted({r.agent for r in results})
-    return RunReport(name=name, agent=",".join(agents), n_episodes=len(results),
-                     n_tasks=len(by_task), n_envs=len(env_rows), columns=columns, envs=env_rows)
+    return RunReport(
+        name=name,
+        agent=",".join(agents),
+        n_episodes=len(results),
+        n_tasks=len(by_task),
+        n_envs=len(env_rows),
+        columns=columns,
+        envs=env_rows,
+    )
 
 
 def report_run(run_dir: Path) -> RunReport:
@@ -98,10 +111,16 @@ def render_markdown(reports: list[RunReport], reference: bool = True) -> str:
     """Table 1 layout: one row per run, S and P% per column; per-environment means below."""
     head = "| Model | " + " | ".join(f"{c} S | {c} P%" for c in TABLE1_COLUMNS) + " |"
     sep = "|---|" + "---:|" * (2 * len(TABLE1_COLUMNS))
-    lines = ["# Results (Table 1 layout)", "",
-             "S: normalized score (0–100); P%: pass rate. Task scores are averaged over runs, "
-             "then over the tasks of each environment; every column weights its "
-             "environments equally.", "", head, sep]
+    lines = [
+        "# Results (Table 1 layout)",
+        "",
+        "S: normalized score (0–100); P%: pass rate. Task scores are averaged over runs, "
+        "then over the tasks of each environment; every column weights its "
+        "environments equally.",
+        "",
+        head,
+        sep,
+    ]
     for r in reports:
         cells = []
         for c in TABLE1_COLUMNS:
@@ -114,12 +133,18 @@ def render_markdown(reports: list[RunReport], reference: bool = True) -> str:
             lines.append(f"| *{label}* | " + " | ".join(cells) + " |")
     lines += ["", "## Coverage", ""]
     for r in reports:
-        lines.append(f"- {r.name}: {r.n_episodes} episodes over {r.n_tasks} tasks in "
-                     f"{r.n_envs} environments; environments per column: "
-                     + ", ".join(f"{c} {r.columns[c].n_envs}" for c in TABLE1_COLUMNS))
-    lines += ["", "## Per environment", "",
-              "| Environment | " + " | ".join(f"{r.name} S | {r.name} P%" for r in reports)
-              + " |", "|---|" + "---:|" * (2 * len(reports))]
+        lines.append(
+            f"- {r.name}: {r.n_episodes} episodes over {r.n_tasks} tasks in "
+            f"{r.n_envs} environments; environments per column: "
+            + ", ".join(f"{c} {r.columns[c].n_envs}" for c in TABLE1_COLUMNS)
+        )
+    lines += [
+        "",
+        "## Per environment",
+        "",
+        "| Environment | " + " | ".join(f"{r.name} S | {r.name} P%" for r in reports) + " |",
+        "|---|" + "---:|" * (2 * len(reports)),
+    ]
     envs = sorted({e.env for r in reports for e in r.envs})
     for e in envs:
         cells = []

@@ -133,19 +133,38 @@ def run_episode(job: EpisodeJob) -> str:
             frames.append(frame)
             if job.save_frames:
                 _save_png(tmp / "frames" / "0000.png", frame)
-            write({"type": "start", "task": task.id, "seed": seed, "frame_sha256": hashes[0],
-                   "actions": task.action_names, "max_steps": task.max_steps})
-            agent.start(EpisodeContext(task=task, run_index=job.run_index, seed=seed,
-                                       action_names=task.action_names,
-                                       max_steps=task.max_steps,
-                                       demos=_load_demos(task, job.demos)))
+            write(
+                {
+                    "type": "start",
+                    "task": task.id,
+                    "seed": seed,
+                    "frame_sha256": hashes[0],
+                    "actions": task.action_names,
+                    "max_steps": task.max_steps,
+                }
+            )
+            agent.start(
+                EpisodeContext(
+                    task=task,
+                    run_index=job.run_index,
+                    seed=seed,
+                    action_names=task.action_names,
+                    max_steps=task.max_steps,
+                    demos=_load_demos(task, job.demos),
+                )
+            )
             previous: str | None = None
             agent_failure: str | None = None
             while not env.done:
                 ta = time.perf_counter()
-                decision = agent.act(Observation(step=env.steps, frame=frame,
-                                                 frame_sha256=hashes[-1],
-                                                 previous_action=previous))
+                decision = agent.act(
+                    Observation(
+                        step=env.steps,
+                        frame=frame,
+                        frame_sha256=hashes[-1],
+                        previous_action=previous,
+                    )
+                )
                 agent_time += time.perf_counter() - ta
                 for sha, (data, mime) in decision.media.items():
                     p = tmp / "media" / f"{sha}.{_MIME_EXT.get(mime, 'bin')}"
@@ -158,8 +177,7 @@ def run_episode(job: EpisodeJob) -> str:
                     usage[k] = usage.get(k, 0) + int(v)
                 if decision.failure:
                     agent_failure = decision.failure
-                    write({"type": "agent_failure", "step": env.steps,
-                           "failure": decision.failure})
+                    write({"type": "agent_failure", "step": env.steps, "failure": decision.failure})
                     break
                 s = env.step(decision.action)
                 frame = s.frame
@@ -169,26 +187,60 @@ def run_episode(job: EpisodeJob) -> str:
                 frames.append(frame)
                 if job.save_frames:
                     _save_png(tmp / "frames" / f"{s.index:04d}.png", frame)
-                write({"type": "step", "step": s.index, "action": s.action,
-                       "frame_sha256": s.frame_sha256, "score": s.score, "passed": s.passed,
-                       "terminated": s.terminated, "truncated": s.truncated,
-                       "outcome": s.outcome})
+                write(
+                    {
+                        "type": "step",
+                        "step": s.index,
+                        "action": s.action,
+                        "frame_sha256": s.frame_sha256,
+                        "score": s.score,
+                        "passed": s.passed,
+                        "terminated": s.terminated,
+                        "truncated": s.truncated,
+                        "outcome": s.outcome,
+                    }
+                )
             outcome = env.outcome
             score, passed = env.score(), env.passed()
             progress = env.progress()
-            write({"type": "end", "outcome": outcome, "score": score, "passed": passed,
-                   "agent_failure": agent_failure})
-        draw_trajectory(frames, actions, tmp / "trajectory.png",
-                        title=f"{task.id} run {job.run_index}: score {score:.1f}, "
-                              f"{'pass' if passed else 'fail'} ({outcome or agent_failure})")
+            write(
+                {
+                    "type": "end",
+                    "outcome": outcome,
+                    "score": score,
+                    "passed": passed,
+                    "agent_failure": agent_failure,
+                }
+            )
+        draw_trajectory(
+            frames,
+            actions,
+            tmp / "trajectory.png",
+            title=f"{task.id} run {job.run_index}: score {score:.1f}, "
+            f"{'pass' if passed else 'fail'} ({outcome or agent_failure})",
+        )
         result = EvalResult(
-            task_id=task.id, env=task.env.env, variant=task.variant.variant,
-            run_index=job.run_index, agent=job.agent, seed=seed, score=score, passed=passed,
-            outcome=outcome, failure_mode=_failure_mode(outcome, passed, agent_failure),
-            steps=len(actions), max_steps=task.max_steps, actions=actions,
-            frame_hashes=hashes, tags=task.env.tags.model_dump(), progress=progress,
-            usage=usage, wall_seconds=round(time.perf_counter() - t0, 3),
-            agent_seconds=round(agent_time, 3), started_at=started, finished_at=_now(),
+            task_id=task.id,
+            env=task.env.env,
+            variant=task.variant.variant,
+            run_index=job.run_index,
+            agent=job.agent,
+            seed=seed,
+            score=score,
+            passed=passed,
+            outcome=outcome,
+            failure_mode=_failure_mode(outcome, passed, agent_failure),
+            steps=len(actions),
+            max_steps=task.max_steps,
+            actions=actions,
+            frame_hashes=hashes,
+            tags=task.env.tags.model_dump(),
+            progress=progress,
+            usage=usage,
+            wall_seconds=round(time.perf_counter() - t0, 3),
+            agent_seconds=round(agent_time, 3),
+            started_at=started,
+            finished_at=_now(),
             vical_version=__version__,
         )
         atomic_write_json(tmp / "eval_result.json", result)
@@ -208,8 +260,18 @@ def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {"vical": __version__, "python": sys.version.split()[0]}
-    for pkg in ("gymnasium", "numpy", "ale-py", "minigrid", "procgen2", "highway-env",
-                "tetris-gymnasium", "flappy-bird-gymnasium", "pygame-ce", "pygame"):
+    for pkg in (
+        "gymnasium",
+        "numpy",
+        "ale-py",
+        "minigrid",
+        "procgen2",
+        "highway-env",
+        "tetris-gymnasium",
+        "flappy-bird-gymnasium",
+        "pygame-ce",
+        "pygame",
+    ):
         with contextlib.suppress(PackageNotFoundError):
             out[pkg] = version(pkg)
     return out
@@ -224,14 +286,23 @@ def image_info() -> dict[str, str] | None:
     return {k: v for k, v in (("digest", digest), ("version", ver)) if v}
 
 
-def prepare_run(run_dir: Path, tasks: list[TaskSpec], agent: str, agent_settings: dict,
-                run_seed: int, runs: int) -> RunManifest:
+def prepare_run(
+    run_dir: Path, tasks: list[TaskSpec], agent: str, agent_settings: dict, run_seed: int, runs: int
+) -> RunManifest:
     """Create (or check, when resuming) the run folder and its manifest."""
     run_dir.mkdir(parents=True, exist_ok=True)
     manifest = RunManifest(
-        run_id=run_dir.name, agent=agent, agent_settings=agent_settings, run_seed=run_seed,
-        runs_per_task=runs, tasks=[t.id for t in tasks], tasks_digest=tasks_digest(),
-        versions=_versions(), created_at=_now(), command=sys.argv, image=image_info(),
+        run_id=run_dir.name,
+        agent=agent,
+        agent_settings=agent_settings,
+        run_seed=run_seed,
+        runs_per_task=runs,
+        tasks=[t.id for t in tasks],
+        tasks_digest=tasks_digest(),
+        versions=_versions(),
+        created_at=_now(),
+        command=sys.argv,
+        image=image_info(),
     )
     path = run_dir / "manifest.json"
     if path.exists():
@@ -249,18 +320,27 @@ def prepare_run(run_dir: Path, tasks: list[TaskSpec], agent: str, agent_settings
                 "its episodes cannot be mixed with this version's; choose another --out"
             )
         merged = list(dict.fromkeys([*old.tasks, *manifest.tasks]))
-        manifest = old.model_copy(update={"tasks": merged,
-                                          "runs_per_task": max(old.runs_per_task, runs)})
+        manifest = old.model_copy(
+            update={"tasks": merged, "runs_per_task": max(old.runs_per_task, runs)}
+        )
     atomic_write_json(path, manifest)
     shutil.rmtree(run_dir / ".partial", ignore_errors=True)
     return manifest
 
 
-def run_eval(tasks: list[TaskSpec], run_dir: Path, agent: str = "random",
-             agent_kwargs: dict | None = None, agent_settings: dict | None = None,
-             runs: int = 1, run_seed: int = 0, workers: int | None = None,
-             save_frames: bool = True, demos: bool = True,
-             progress: bool = True) -> RunSummary:
+def run_eval(
+    tasks: list[TaskSpec],
+    run_dir: Path,
+    agent: str = "random",
+    agent_kwargs: dict | None = None,
+    agent_settings: dict | None = None,
+    runs: int = 1,
+    run_seed: int = 0,
+    workers: int | None = None,
+    save_frames: bool = True,
+    demos: bool = True,
+    progress: bool = True,
+) -> RunSummary:
     """Run every (task, run index) episode not yet finished in ``run_dir``."""
     agent_kwargs = dict(agent_kwargs or {})
     run_dir = Path(run_dir)
@@ -268,11 +348,13 @@ def run_eval(tasks: list[TaskSpec], run_dir: Path, agent: str = "random",
     done = {p.parent.name for p in (run_dir / "episodes").glob("*/eval_result.json")}
     jobs = [
         EpisodeJob(t.id, k, agent, agent_kwargs, run_seed, str(run_dir), save_frames, demos)
-        for t in tasks for k in range(runs)
+        for t in tasks
+        for k in range(runs)
         if episode_name(t.id, k) not in done
     ]
-    summary = RunSummary(run_dir, total=len(tasks) * runs, skipped=len(tasks) * runs - len(jobs),
-                         finished=0)
+    summary = RunSummary(
+        run_dir, total=len(tasks) * runs, skipped=len(tasks) * runs - len(jobs), finished=0
+    )
     if not jobs:
         return summary
     workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
@@ -286,9 +368,16 @@ def run_eval(tasks: list[TaskSpec], run_dir: Path, agent: str = "random",
         TimeRemainingColumn,
     )
 
-    bar = Progress(TextColumn("[bold]eval[/]"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.description}"),
-                   disable=not progress, transient=False)
+    bar = Progress(
+        TextColumn("[bold]eval[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.description}"),
+        disable=not progress,
+        transient=False,
+    )
     with bar:
         pid = bar.add_task("", total=summary.total, completed=summary.skipped)
         if workers == 1:
@@ -313,7 +402,8 @@ def run_eval(tasks: list[TaskSpec], run_dir: Path, agent: str = "random",
                             summary.finished += 1
                         except Exception as e:
                             summary.failed.append(
-                                (episode_name(job.task_id, job.run_index), repr(e)))
+                                (episode_name(job.task_id, job.run_index), repr(e))
+                            )
                         bar.advance(pid)
                         bar.update(pid, description=job.task_id)
             except KeyboardInterrupt:

@@ -26,8 +26,9 @@ def font(size: int = 12) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
         return ImageFont.load_default()
 
 
-def draw_trajectory(frames: list[np.ndarray], actions: list[str], out: Path,
-                    title: str = "") -> None:
+def draw_trajectory(
+    frames: list[np.ndarray], actions: list[str], out: Path, title: str = ""
+) -> None:
     """Write a contact sheet: frame 0 captioned Start, frame t captioned with action t."""
     if not frames:
         raise ValueError("no frames to draw")
