@@ -1,0 +1,181 @@
+"""``gemini``: Google's native ``generateContent`` through the ``google-genai`` SDK.
+
+Demonstrations go as MP4 ``inline_data`` (``video/mp4``) and live frames as
+``inline_data`` ``image/jpeg``; earlier replies return with role ``model``.
+``endpoint`` becomes the SDK's ``http_options.base_url`` (the SDK appends
+``/v1beta/models/{model}:generateContent``), so a local stand-in or a proxy
+can be used; without it the SDK talks to Google. Options go in the request's
+``generationConfig``: ``temperature``, ``max_output_tokens`` and, when
+``reasoning_effort`` is set, ``thinking_config`` with ``include_thoughts``
+on (so the visible thought summary is logged) and either ``thinking_level``
+(``minimal``/``low``/``medium``/``high``) or, for a number,
+``thinking_budget`` in tokens. ``extra_body`` is merged into the REST body
+by the SDK (``http_options.extra_body``). The SDK's own retries are off; the
+protocol retries. The key is read from ``GEMINI_API_KEY`` by default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vical.agent.base import register_agent
+from vical.agent.protocol import (
+    CONTEXT_LENGTH,
+    FATAL,
+    RETRYABLE,
+    ApiFailure,
+    Media,
+    Message,
+    ProtocolAgent,
+    Reply,
+    looks_like_context_error,
+    parse_retry_after,
+)
+
+_LEVELS = ("minimal", "low", "medium", "high", "xhigh")
+
+
+def gemini_failure(exc: Exception) -> ApiFailure | None:
+    """Normalise a ``google-genai`` (or transport) exception, or None if it is neither."""
+    from google.genai import errors
+
+    if isinstance(exc, errors.APIError):
+        status = int(exc.code) if exc.code else None
+        message = f"{exc.status or ''} {exc.message or exc}".strip()
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+        try:
+            retry_after = parse_retry_after(headers)
+        except Exception:  # a response type without mapping headers
+            retry_after = None
+        if status in (400, 413) and looks_like_context_error(message):
+            return ApiFailure(CONTEXT_LENGTH, message, status, retry_after)
+        if status is not None and (status in (408, 409, 429) or status >= 500):
+            return ApiFailure(RETRYABLE, message, status, retry_after)
+        return ApiFailure(FATAL, message, status, retry_after)
+    try:
+        import httpx2
+
+        transport: tuple[type, ...] = (httpx2.TransportError,)
+    except ImportError:  # older SDKs use httpx
+        import httpx
+
+        transport = (httpx.TransportError,)
+    if isinstance(exc, transport | (ConnectionError, TimeoutError)):
+        return ApiFailure(RETRYABLE, f"{type(exc).__name__}: {exc}")
+    return None
+
+
+def _thinking_config(effort: Any) -> dict[str, Any]:
+    cfg: dict[str, Any] = {"include_thoughts": True}
+    text = str(effort).strip().lower()
+    if text in _LEVELS:
+        cfg["thinking_level"] = text.upper()
+    else:
+        try:
+            cfg["thinking_budget"] = int(text)
+        except ValueError:
+            raise ValueError(
+                f"gemini: reasoning effort {effort!r} is neither a thinking level "
+                f"({', '.join(_LEVELS)}) nor a token budget"
+            ) from None
+    return cfg
+
+
+@register_agent("gemini")
+class GeminiAgent(ProtocolAgent):
+    """Gemini ``generateContent`` with MP4 demonstrations."""
+
+    default_key_env = "GEMINI_API_KEY"
+    default_endpoint = None
+    demo_transport = "video"
+
+    def make_client(self, api_key: str) -> Any:
+        from google import genai
+        from google.genai import types
+
+        http: dict[str, Any] = {"retry_options": types.HttpRetryOptions(attempts=1)}
+        if self.endpoint:
+            http["base_url"] = self.endpoint
+        if self.request_timeout is not None:
+            http["timeout"] = int(self.request_timeout * 1000)  # milliseconds
+        return genai.Client(api_key=api_key, http_options=types.HttpOptions(**http))
+
+    @classmethod
+    def render_payload(
+        cls, messages: list[Message], media: Media, settings: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        contents = []
+        for m in messages:
+            parts: list[dict[str, Any]] = []
+            for p in m["content"]:
+                if p["type"] == "text":
+                    parts.append({"text": p["text"]})
+                else:
+                    data, mime = media[p["sha256"]]
+                    parts.append({"inline_data": {"mime_type": mime, "data": data}})
+            role = "model" if m["role"] == "assistant" else "user"
+            contents.append({"role": role, "parts": parts})
+        config: dict[str, Any] = {}
+        if settings.get("temperature") is not None:
+            config["temperature"] = settings["temperature"]
+        if settings.get("max_output_tokens") is not None:
+            config["max_output_tokens"] = settings["max_output_tokens"]
+        if settings.get("reasoning_effort") is not None:
+            config["thinking_config"] = _thinking_config(settings["reasoning_effort"])
+        payload: dict[str, Any] = {"model": settings["model"], "contents": contents}
+        if config:
+            payload["config"] = config
+        if settings.get("extra_body"):
+            payload["extra_body"] = dict(settings["extra_body"])
+        return payload
+
+    def send(self, payload: dict[str, Any]) -> Reply:
+        from google.genai import types
+
+        config = dict(payload.get("config") or {})
+        if payload.get("extra_body"):
+            config["http_options"] = types.HttpOptions(extra_body=payload["extra_body"])
+        try:
+            resp = self._client.models.generate_content(
+                model=payload["model"],
+                contents=payload["contents"],
+                config=types.GenerateContentConfig(**config) if config else None,
+            )
+        except Exception as e:
+            failure = gemini_failure(e)
+            if failure is None:
+                raise
+            raise failure from e
+        texts: list[str] = []
+        thoughts: list[str] = []
+        finish = None
+        if resp.candidates:
+            cand = resp.candidates[0]
+            finish = str(cand.finish_reason.value) if cand.finish_reason else None
+            for part in (cand.content.parts if cand.content else None) or []:
+                if part.text is None:
+                    continue
+                (thoughts if part.thought else texts).append(part.text)
+        elif resp.prompt_feedback is not None and resp.prompt_feedback.block_reason:
+            finish = f"blocked:{resp.prompt_feedback.block_reason.value}"
+        um = resp.usage_metadata
+        usage: dict[str, int] = {}
+        if um is not None:
+            usage = {
+                "input_tokens": int(um.prompt_token_count or 0),
+                "output_tokens": int(um.candidates_token_count or 0)
+                + int(um.thoughts_token_count or 0),
+                "total_tokens": int(um.total_token_count or 0),
+            }
+            if um.thoughts_token_count:
+                usage["reasoning_tokens"] = int(um.thoughts_token_count)
+            if um.cached_content_token_count:
+                usage["cached_input_tokens"] = int(um.cached_content_token_count)
+        return Reply(
+            text="".join(texts),
+            reasoning="\n\n".join(thoughts) or None,
+            usage=usage,
+            finish_reason=finish,
+            model=resp.model_version,
+        )

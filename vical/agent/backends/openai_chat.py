@@ -1,0 +1,175 @@
+"""``openai-chat``: any OpenAI-compatible ``/chat/completions`` endpoint.
+
+Covers OpenAI itself, vLLM, SGLang, Ollama, LM Studio and hosted compatible
+APIs. No video is sent: each demonstration goes as its ordered JPEG frames
+(``image_url`` data URLs) after a sentence saying they are the frames of
+video *i*; every live frame is one JPEG.
+
+Request body: ``model``, ``messages``; ``temperature``,
+``max_completion_tokens`` (from ``max_output_tokens``) and
+``reasoning_effort`` only when set; then ``extra_body`` merged on top (use it
+for ``max_tokens`` on servers that predate ``max_completion_tokens``, for
+``seed``, or for provider-specific fields). The SDK's own retries are off;
+the protocol retries. Visible reasoning is read from ``reasoning_content``
+(vLLM, SGLang, DeepSeek) or ``reasoning`` (OpenRouter, Ollama) on the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vical.agent.base import register_agent
+from vical.agent.protocol import (
+    CONTEXT_LENGTH,
+    FATAL,
+    RETRYABLE,
+    ApiFailure,
+    Media,
+    Message,
+    ProtocolAgent,
+    Reply,
+    data_url,
+    looks_like_context_error,
+    parse_retry_after,
+)
+
+_RETRY_STATUS = {408, 409, 425, 429}
+
+
+def openai_failure(exc: Exception) -> ApiFailure | None:
+    """Normalise an ``openai`` SDK exception, or None if it is not one."""
+    import openai
+
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        message = str(exc.message)
+        retry_after = parse_retry_after(exc.response.headers if exc.response else None)
+        code = getattr(exc, "code", None)
+        if status in (400, 413, 422) and looks_like_context_error(message, code):
+            return ApiFailure(CONTEXT_LENGTH, message, status, retry_after)
+        if status in _RETRY_STATUS or status >= 500:
+            return ApiFailure(RETRYABLE, message, status, retry_after)
+        return ApiFailure(FATAL, message, status, retry_after)
+    if isinstance(exc, openai.APIConnectionError):  # includes timeouts
+        return ApiFailure(RETRYABLE, f"{type(exc).__name__}: {exc}", None, None)
+    if isinstance(exc, openai.APIResponseValidationError | openai.APIError):
+        return ApiFailure(FATAL, f"{type(exc).__name__}: {exc}", None, None)
+    return None
+
+
+def make_openai_client(agent: ProtocolAgent, api_key: str) -> Any:
+    import openai
+
+    kwargs: dict[str, Any] = {"api_key": api_key, "max_retries": 0}
+    if agent.endpoint:
+        kwargs["base_url"] = agent.endpoint
+    if agent.request_timeout is not None:
+        kwargs["timeout"] = agent.request_timeout
+    return openai.OpenAI(**kwargs)
+
+
+def _usage_from(u: Any) -> dict[str, int]:
+    if u is None:
+        return {}
+    out = {
+        "input_tokens": int(getattr(u, "prompt_tokens", 0) or 0),
+        "output_tokens": int(getattr(u, "completion_tokens", 0) or 0),
+        "total_tokens": int(getattr(u, "total_tokens", 0) or 0),
+    }
+    details = getattr(u, "completion_tokens_details", None)
+    if details is not None and getattr(details, "reasoning_tokens", None):
+        out["reasoning_tokens"] = int(details.reasoning_tokens)
+    cached = getattr(getattr(u, "prompt_tokens_details", None), "cached_tokens", None)
+    if cached:
+        out["cached_input_tokens"] = int(cached)
+    return out
+
+
+def _reasoning_from(message: Any) -> str | None:
+    extra = getattr(message, "model_extra", None) or {}
+    for key in ("reasoning_content", "reasoning"):
+        value = getattr(message, key, None) or extra.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+@register_agent("openai-chat")
+class OpenAIChatAgent(ProtocolAgent):
+    """OpenAI-compatible chat completions through the official ``openai`` SDK."""
+
+    default_key_env = "OPENAI_API_KEY"
+    default_endpoint = None  # the SDK's default, https://api.openai.com/v1
+    demo_transport = "frames"
+    max_tokens_field = "max_completion_tokens"
+
+    def make_client(self, api_key: str) -> Any:
+        return make_openai_client(self, api_key)
+
+    # -- rendering ----------------------------------------------------------------
+    @classmethod
+    def render_part(cls, part: Mapping[str, Any], media: Media) -> dict[str, Any]:
+        kind = part["type"]
+        if kind == "text":
+            return {"type": "text", "text": part["text"]}
+        data, mime = media[part["sha256"]]
+        if kind == "image":
+            return {"type": "image_url", "image_url": {"url": data_url(data, mime)}}
+        raise ValueError(f"backend {cls.name} cannot send a {kind} part")
+
+    @classmethod
+    def render_options(cls, settings: Mapping[str, Any]) -> dict[str, Any]:
+        body: dict[str, Any] = {}
+        if settings.get("temperature") is not None:
+            body["temperature"] = settings["temperature"]
+        if settings.get("max_output_tokens") is not None:
+            body[cls.max_tokens_field] = settings["max_output_tokens"]
+        if settings.get("reasoning_effort") is not None:
+            body["reasoning_effort"] = settings["reasoning_effort"]
+        return body
+
+    @classmethod
+    def render_payload(
+        cls, messages: list[Message], media: Media, settings: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        rendered = []
+        for m in messages:
+            if m["role"] == "assistant":
+                text = "".join(p["text"] for p in m["content"] if p["type"] == "text")
+                rendered.append({"role": "assistant", "content": text})
+            else:
+                rendered.append(
+                    {
+                        "role": m["role"],
+                        "content": [cls.render_part(p, media) for p in m["content"]],
+                    }
+                )
+        body: dict[str, Any] = {"model": settings["model"], "messages": rendered}
+        body.update(cls.render_options(settings))
+        body.update(settings.get("extra_body") or {})
+        return body
+
+    # -- sending ------------------------------------------------------------------
+    def send(self, payload: dict[str, Any]) -> Reply:
+        extra = {k: v for k, v in payload.items() if k not in ("model", "messages")}
+        try:
+            resp = self._client.chat.completions.create(
+                model=payload["model"], messages=payload["messages"], extra_body=extra or None
+            )
+        except Exception as e:
+            failure = openai_failure(e)
+            if failure is None:
+                raise
+            raise failure from e
+        if not resp.choices:
+            return Reply(text="", usage=_usage_from(resp.usage), model=resp.model)
+        choice = resp.choices[0]
+        msg = choice.message
+        return Reply(
+            text=msg.content or "",
+            reasoning=_reasoning_from(msg),
+            usage=_usage_from(resp.usage),
+            finish_reason=choice.finish_reason,
+            model=resp.model,
+        )

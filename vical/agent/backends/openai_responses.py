@@ -1,0 +1,115 @@
+"""``openai-responses``: the OpenAI Responses API (``/responses``).
+
+Content parts are ``input_text`` and ``input_image`` (a JPEG data URL);
+earlier replies are sent back as assistant messages holding their final
+text. No video: each demonstration goes as its ordered JPEG frames after a
+sentence saying they are the frames of video *i*. Options:
+``temperature``, ``max_output_tokens``, ``reasoning: {"effort": …}`` when
+set, then ``extra_body`` merged on top. Visible reasoning is the text of
+``reasoning`` output items (their summaries, or their content where a server
+returns it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vical.agent.backends.openai_chat import make_openai_client, openai_failure
+from vical.agent.base import register_agent
+from vical.agent.protocol import Media, Message, ProtocolAgent, Reply, data_url
+
+
+def _usage_from(u: Any) -> dict[str, int]:
+    if u is None:
+        return {}
+    out = {
+        "input_tokens": int(getattr(u, "input_tokens", 0) or 0),
+        "output_tokens": int(getattr(u, "output_tokens", 0) or 0),
+        "total_tokens": int(getattr(u, "total_tokens", 0) or 0),
+    }
+    reasoning = getattr(getattr(u, "output_tokens_details", None), "reasoning_tokens", None)
+    if reasoning:
+        out["reasoning_tokens"] = int(reasoning)
+    cached = getattr(getattr(u, "input_tokens_details", None), "cached_tokens", None)
+    if cached:
+        out["cached_input_tokens"] = int(cached)
+    return out
+
+
+@register_agent("openai-responses")
+class OpenAIResponsesAgent(ProtocolAgent):
+    """The Responses API through the official ``openai`` SDK."""
+
+    default_key_env = "OPENAI_API_KEY"
+    default_endpoint = None
+    demo_transport = "frames"
+
+    def make_client(self, api_key: str) -> Any:
+        return make_openai_client(self, api_key)
+
+    @classmethod
+    def render_payload(
+        cls, messages: list[Message], media: Media, settings: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        items: list[dict[str, Any]] = []
+        for m in messages:
+            if m["role"] == "assistant":
+                text = "".join(p["text"] for p in m["content"] if p["type"] == "text")
+                items.append({"role": "assistant", "content": text})
+                continue
+            content = []
+            for p in m["content"]:
+                if p["type"] == "text":
+                    content.append({"type": "input_text", "text": p["text"]})
+                elif p["type"] == "image":
+                    data, mime = media[p["sha256"]]
+                    content.append({"type": "input_image", "image_url": data_url(data, mime)})
+                else:
+                    raise ValueError(f"backend {cls.name} cannot send a {p['type']} part")
+            items.append({"role": m["role"], "content": content})
+        body: dict[str, Any] = {"model": settings["model"], "input": items}
+        if settings.get("temperature") is not None:
+            body["temperature"] = settings["temperature"]
+        if settings.get("max_output_tokens") is not None:
+            body["max_output_tokens"] = settings["max_output_tokens"]
+        if settings.get("reasoning_effort") is not None:
+            body["reasoning"] = {"effort": settings["reasoning_effort"]}
+        body.update(settings.get("extra_body") or {})
+        return body
+
+    def send(self, payload: dict[str, Any]) -> Reply:
+        extra = {k: v for k, v in payload.items() if k not in ("model", "input")}
+        try:
+            resp = self._client.responses.create(
+                model=payload["model"], input=payload["input"], extra_body=extra or None
+            )
+        except Exception as e:
+            failure = openai_failure(e)
+            if failure is None:
+                raise
+            raise failure from e
+        texts: list[str] = []
+        thoughts: list[str] = []
+        for item in resp.output or []:
+            kind = getattr(item, "type", None)
+            if kind == "message":
+                for c in getattr(item, "content", None) or []:
+                    if getattr(c, "type", None) == "output_text" and c.text:
+                        texts.append(c.text)
+            elif kind == "reasoning":
+                for group in ("summary", "content"):
+                    for s in getattr(item, group, None) or []:
+                        if getattr(s, "text", None):
+                            thoughts.append(s.text)
+        finish = resp.status
+        details = getattr(resp, "incomplete_details", None)
+        if details is not None and getattr(details, "reason", None):
+            finish = f"{resp.status}:{details.reason}"
+        return Reply(
+            text="".join(texts),
+            reasoning="\n\n".join(thoughts) or None,
+            usage=_usage_from(resp.usage),
+            finish_reason=finish,
+            model=resp.model,
+        )

@@ -1,0 +1,49 @@
+"""``openrouter``: OpenRouter's chat completions with its ``video_url`` extension.
+
+Same wire format as ``openai-chat`` (the official ``openai`` SDK pointed at
+``https://openrouter.ai/api/v1``), except that each demonstration goes as
+one MP4 part ``{"type": "video_url", "video_url": {"url":
+"data:video/mp4;base64,…"}}``, which OpenRouter routes to a video-capable
+provider. Live frames are single ``image_url`` JPEGs. ``max_output_tokens``
+becomes ``max_tokens`` and ``reasoning_effort`` becomes
+``{"reasoning": {"effort": …}}``, OpenRouter's unified reasoning option.
+Provider routing (e.g. ``{"provider": {"only": ["seed"]}}``) goes in
+``extra_body``. The key is read from ``OPENROUTER_API_KEY`` by default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vical.agent.backends.openai_chat import OpenAIChatAgent
+from vical.agent.base import register_agent
+from vical.agent.protocol import Media, data_url
+
+
+@register_agent("openrouter")
+class OpenRouterAgent(OpenAIChatAgent):
+    """OpenRouter chat completions; demonstrations as MP4 ``video_url`` parts."""
+
+    default_key_env = "OPENROUTER_API_KEY"
+    default_endpoint = "https://openrouter.ai/api/v1"
+    demo_transport = "video"
+    max_tokens_field = "max_tokens"
+
+    @classmethod
+    def render_part(cls, part: Mapping[str, Any], media: Media) -> dict[str, Any]:
+        if part["type"] == "video":
+            data, mime = media[part["sha256"]]
+            return {"type": "video_url", "video_url": {"url": data_url(data, mime)}}
+        return super().render_part(part, media)
+
+    @classmethod
+    def render_options(cls, settings: Mapping[str, Any]) -> dict[str, Any]:
+        body: dict[str, Any] = {}
+        if settings.get("temperature") is not None:
+            body["temperature"] = settings["temperature"]
+        if settings.get("max_output_tokens") is not None:
+            body["max_tokens"] = settings["max_output_tokens"]
+        if settings.get("reasoning_effort") is not None:
+            body["reasoning"] = {"effort": settings["reasoning_effort"]}
+        return body

@@ -1,0 +1,579 @@
+"""The closed-loop protocol shared by every model backend (paper §3.1, App. 2.1).
+
+One episode is one growing conversation of user and assistant messages; there
+is no system message. The first user message carries the task introduction,
+the demonstrations, the start frame and the answer contract; every later user
+message carries the previous action and the new frame. Nothing is ever
+dropped from the history, and reward numbers are never shown.
+
+Each decision may take several requests:
+
+* **format retries** — a reply without a legal ``[Action:<name>]`` on its
+  first line is kept in the history and followed by a retry message naming
+  the legal actions; after ``format_retries`` (3) such retries the episode
+  ends with ``invalid_action``;
+* **transport retries** — a connection error, timeout, HTTP 408/409/429 or
+  5xx resends the same request after an exponential backoff with jitter
+  (at least the server's ``Retry-After``), up to ``transport_retries`` (3)
+  times; then ``api_error``. A provider's context-length error ends the
+  episode at once with ``token_overflow``; any other API error with
+  ``api_error``.
+
+Messages are kept in a provider-neutral form (:data:`Message`) whose media
+parts reference bytes by sha256. A backend turns them into its provider's
+request body (:meth:`ProtocolAgent.render_payload`, a pure function of the
+messages, the media and the settings, so a logged run can be re-rendered by
+:mod:`vical.agent.replay`) and sends it through its SDK
+(:meth:`ProtocolAgent.send`).
+
+Records returned in ``Decision.records`` (one JSON line each in log.jsonl):
+
+``agent_session``  once, first: backend, settings (never the key), demo transport
+``request``        every HTTP request: messages appended since the previous
+                   request (media by sha256), the sha256 of the exact body
+``response``       every reply: final text, visible reasoning, usage, latency,
+                   finish reason and the parse outcome
+``api_error``      every failed request: status, kind, message, Retry-After, wait
+``decision``       the action (or failure), retries used, conflicting markers
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import ipaddress
+import json
+import os
+import random
+import time
+from abc import abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+from urllib.parse import urlparse
+
+import numpy as np
+from PIL import Image
+
+from vical.agent import prompts
+from vical.agent.base import Agent, Decision, EpisodeContext, Observation
+from vical.agent.parse import parse_action, split_think
+
+Part = dict[str, Any]  # {"type": "text", "text"} | {"type": "image"|"video", "sha256", "mime"}
+Message = dict[str, Any]  # {"role": "user"|"assistant", "content": [Part, ...]}
+Media = Mapping[str, tuple[bytes, str]]  # sha256 -> (bytes, mime)
+
+JPEG_QUALITY = 90
+LOCAL_DUMMY_KEY = "vical-local-no-key"
+
+# error kinds a backend reports through ApiFailure
+RETRYABLE = "retryable"
+CONTEXT_LENGTH = "context_length"
+FATAL = "fatal"
+
+_CONTEXT_PHRASES = (
+    "context_length_exceeded",
+    "context length",
+    "context window",
+    "maximum context",
+    "too many tokens",
+    "prompt is too long",
+    "input token count",
+    "exceeds the maximum number of tokens",
+    "reduce the length of the messages",
+    "input is too long",
+)
+
+
+class ApiKeyMissing(RuntimeError):
+    """The environment variable that should hold the API key is not set."""
+
+
+class ApiFailure(Exception):
+    """A failed request, normalised across SDKs."""
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+
+
+@dataclass
+class Reply:
+    """One successful reply: final answer text, visible reasoning, token usage."""
+
+    text: str
+    reasoning: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    finish_reason: str | None = None
+    model: str | None = None
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def is_local_endpoint(url: str | None) -> bool:
+    """True for a URL whose host is this machine (localhost, 127.0.0.0/8, ::1)."""
+    if not url:
+        return False
+    host = (urlparse(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def resolve_api_key(
+    backend: str, api_key_env: str | None, default_env: str, endpoint: str | None
+) -> str:
+    """Read the API key from the environment.
+
+    ``api_key_env`` names the variable (default ``default_env``). When no
+    variable was named and the default one is unset, a keyless local server
+    (an endpoint on localhost) gets a fixed dummy key; anywhere else a missing
+    key is an error naming the variable.
+    """
+    name = api_key_env or default_env
+    key = os.environ.get(name)
+    if key:
+        return key
+    if api_key_env is None and is_local_endpoint(endpoint):
+        return LOCAL_DUMMY_KEY
+    raise ApiKeyMissing(
+        f"backend {backend}: the API key environment variable {name} is not set. "
+        f"Export {name}=<your key>, or name another variable with --api-key-env. "
+        "(A server on localhost needs no key when --api-key-env is not given.)"
+    )
+
+
+def encode_jpeg(frame: np.ndarray) -> bytes:
+    """Encode an RGB frame as JPEG bytes, deterministically."""
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(frame)).save(
+        buf, format="JPEG", quality=JPEG_QUALITY, optimize=False
+    )
+    return buf.getvalue()
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def data_url(data: bytes, mime: str) -> str:
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, bytes):
+        return {"$bytes_b64": base64.b64encode(obj).decode("ascii")}
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    return obj
+
+
+def payload_sha256(payload: Mapping[str, Any]) -> str:
+    """sha256 of a request body in canonical JSON (bytes as base64)."""
+    text = json.dumps(_jsonable(payload), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def looks_like_context_error(message: str, code: str | None = None) -> bool:
+    text = f"{code or ''} {message}".lower()
+    return any(p in text for p in _CONTEXT_PHRASES)
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or HTTP date)."""
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(float(ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    ra = headers.get("retry-after")
+    if not ra:
+        return None
+    try:
+        return max(float(ra), 0.0)
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            when = parsedate_to_datetime(ra)
+        except (TypeError, ValueError):
+            return None
+        return max(when.timestamp() - time.time(), 0.0)
+
+
+def parse_extra_body(extra_body: Any) -> dict[str, Any] | None:
+    """Accept extra body fields as a dict or a JSON object string."""
+    if extra_body is None or extra_body == "":
+        return None
+    if isinstance(extra_body, str):
+        try:
+            extra_body = json.loads(extra_body)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"--extra-body is not valid JSON: {e}") from None
+    if not isinstance(extra_body, dict):
+        raise ValueError("--extra-body must be a JSON object")
+    return dict(extra_body)
+
+
+# --------------------------------------------------------------------------- agent
+
+
+class ProtocolAgent(Agent):
+    """The protocol over one provider API. Subclasses implement rendering and sending.
+
+    Constructor keyword arguments (None means the provider's default):
+    ``endpoint``, ``model``, ``api_key_env``, ``temperature``,
+    ``max_output_tokens``, ``reasoning_effort``, ``extra_body`` (dict or
+    JSON text, merged into every request body), ``seed`` (seeds the backoff
+    jitter; it is not sent to the provider — put it in ``extra_body`` for
+    that). Tuning, with defaults from the paper: ``format_retries=3``,
+    ``transport_retries=3``, ``retry_base_delay=1.0`` seconds (first backoff;
+    tests pass a tiny value), ``retry_max_delay=60.0``, ``request_timeout``
+    seconds (None: the SDK's default).
+    """
+
+    default_key_env: ClassVar[str] = "OPENAI_API_KEY"
+    default_endpoint: ClassVar[str | None] = None
+    demo_transport: ClassVar[str] = "frames"  # "frames" (JPEG stills) or "video" (MP4)
+
+    def __init__(
+        self,
+        *,
+        endpoint: str | None = None,
+        model: str | None = None,
+        api_key_env: str | None = None,
+        temperature: float | None = None,
+        max_output_tokens: int | None = None,
+        reasoning_effort: str | None = None,
+        extra_body: dict[str, Any] | str | None = None,
+        seed: int | None = None,
+        format_retries: int = 3,
+        transport_retries: int = 3,
+        retry_base_delay: float = 1.0,
+        retry_max_delay: float = 60.0,
+        request_timeout: float | None = None,
+    ):
+        if not model:
+            raise ValueError(f"backend {self.name}: a model name is required (--model)")
+        self.endpoint = endpoint or self.default_endpoint
+        self.model = model
+        self.api_key_env = api_key_env
+        self.temperature = temperature
+        self.max_output_tokens = max_output_tokens
+        self.reasoning_effort = reasoning_effort
+        self.extra_body = parse_extra_body(extra_body)
+        self.seed = seed
+        self.format_retries = int(format_retries)
+        self.transport_retries = int(transport_retries)
+        self.retry_base_delay = float(retry_base_delay)
+        self.retry_max_delay = float(retry_max_delay)
+        self.request_timeout = request_timeout
+        api_key = resolve_api_key(self.name, api_key_env, self.default_key_env, self.endpoint)
+        self._client = self.make_client(api_key)
+        self._rng = random.Random(seed)
+        self._ctx: EpisodeContext | None = None
+
+    # -- what a backend provides ------------------------------------------------
+    @abstractmethod
+    def make_client(self, api_key: str) -> Any:
+        """Build the SDK client (the only place the key is used)."""
+
+    @classmethod
+    @abstractmethod
+    def render_payload(
+        cls, messages: list[Message], media: Media, settings: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The provider request body for a conversation. Pure: no SDK, no I/O."""
+
+    @abstractmethod
+    def send(self, payload: dict[str, Any]) -> Reply:
+        """Send one request through the SDK; raise :class:`ApiFailure` on failure."""
+
+    # -- settings -----------------------------------------------------------------
+    def settings(self) -> dict[str, Any]:
+        return {
+            "backend": self.name,
+            "endpoint": self.endpoint,
+            "model": self.model,
+            "api_key_env": self.api_key_env or self.default_key_env,
+            "temperature": self.temperature,
+            "max_output_tokens": self.max_output_tokens,
+            "reasoning_effort": self.reasoning_effort,
+            "extra_body": self.extra_body,
+            "seed": self.seed,
+            "format_retries": self.format_retries,
+            "transport_retries": self.transport_retries,
+            "retry_base_delay": self.retry_base_delay,
+            "retry_max_delay": self.retry_max_delay,
+            "request_timeout": self.request_timeout,
+            "demo_transport": self.demo_transport,
+        }
+
+    # -- episode ------------------------------------------------------------------
+    def start(self, ctx: EpisodeContext) -> None:
+        self._ctx = ctx
+        self._rng = random.Random(ctx.seed if self.seed is None else self.seed)
+        self._history: list[Message] = []
+        self._logged = 0  # messages already covered by a request record
+        self._media: dict[str, tuple[bytes, str]] = {}
+        self._emitted: set[str] = set()
+        self._requests = 0
+        self._turn = 0
+
+    def act(self, obs: Observation) -> Decision:
+        if self._ctx is None:
+            raise RuntimeError("call start() before act()")
+        ctx = self._ctx
+        records: list[dict[str, Any]] = []
+        usage: dict[str, int] = {}
+        if self._turn == 0:
+            records.append(
+                {
+                    "type": "agent_session",
+                    "backend": self.name,
+                    "settings": self.settings(),
+                    "task": ctx.task.id,
+                    "demos": [self._demo_summary(d) for d in ctx.demos],
+                }
+            )
+            pending = [self._first_message(ctx, obs)]
+        else:
+            if obs.previous_action is None:
+                raise RuntimeError("a later turn needs the previous action")
+            pending = [self._next_message(obs)]
+        self._turn += 1
+
+        format_retries = 0
+        transport_total = 0
+        conflicts: list[list[str]] = []
+        while True:
+            reply, failure, used = self._request(pending, obs.step, records, usage)
+            transport_total += used
+            if failure is not None:
+                return self._decide(
+                    obs, records, usage, None, failure, format_retries, transport_total, conflicts
+                )
+            assert reply is not None
+            self._history.extend(pending)
+            self._history.append(
+                {"role": "assistant", "content": [{"type": "text", "text": reply.text}]}
+            )
+            parsed = parse_action(split_think(reply.text)[0], ctx.action_names)
+            records[-1]["parse"] = parsed.as_record()
+            if parsed.conflicting:
+                conflicts.append(parsed.markers)
+            if parsed.action is not None:
+                return self._decide(
+                    obs,
+                    records,
+                    usage,
+                    parsed.action,
+                    None,
+                    format_retries,
+                    transport_total,
+                    conflicts,
+                )
+            if format_retries >= self.format_retries:
+                return self._decide(
+                    obs,
+                    records,
+                    usage,
+                    None,
+                    "invalid_action",
+                    format_retries,
+                    transport_total,
+                    conflicts,
+                )
+            format_retries += 1
+            pending = [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": prompts.retry_text(parsed, ctx.action_names)}
+                    ],
+                }
+            ]
+
+    # -- one request with transport retries ------------------------------------------
+    def _request(
+        self,
+        pending: list[Message],
+        step: int,
+        records: list[dict[str, Any]],
+        usage: dict[str, int],
+    ) -> tuple[Reply | None, str | None, int]:
+        messages = [*self._history, *pending]
+        payload = self.render_payload(messages, self._media, self.settings())
+        digest = payload_sha256(payload)
+        appended = messages[self._logged :]
+        self._logged = len(messages)
+        for attempt in range(self.transport_retries + 1):
+            self._requests += 1
+            records.append(
+                {
+                    "type": "request",
+                    "step": step,
+                    "request_index": self._requests,
+                    "transport_attempt": attempt,
+                    "append": appended if attempt == 0 else [],
+                    "request_sha256": digest,
+                }
+            )
+            t0 = time.perf_counter()
+            try:
+                reply = self.send(payload)
+            except ApiFailure as e:
+                latency = time.perf_counter() - t0
+                rec: dict[str, Any] = {
+                    "type": "api_error",
+                    "step": step,
+                    "request_index": self._requests,
+                    "kind": e.kind,
+                    "status": e.status,
+                    "message": e.message[:2000],
+                    "retry_after": e.retry_after,
+                    "latency_s": round(latency, 4),
+                }
+                records.append(rec)
+                if e.kind == CONTEXT_LENGTH:
+                    return None, "token_overflow", attempt
+                if e.kind != RETRYABLE or attempt >= self.transport_retries:
+                    return None, "api_error", attempt
+                wait = self._backoff(attempt, e.retry_after)
+                rec["wait_s"] = round(wait, 4)
+                time.sleep(wait)
+                continue
+            latency = time.perf_counter() - t0
+            answer, think = split_think(reply.text)
+            reasoning = "\n\n".join(r for r in (reply.reasoning, think) if r) or None
+            for k, v in reply.usage.items():
+                usage[k] = usage.get(k, 0) + int(v)
+            records.append(
+                {
+                    "type": "response",
+                    "step": step,
+                    "request_index": self._requests,
+                    "text": reply.text,
+                    "answer": answer,
+                    "reasoning": reasoning,
+                    "usage": reply.usage,
+                    "finish_reason": reply.finish_reason,
+                    "model": reply.model,
+                    "latency_s": round(latency, 4),
+                }
+            )
+            return reply, None, attempt
+        raise AssertionError("unreachable")
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        """Exponential backoff with full-range jitter, never shorter than Retry-After."""
+        base = min(self.retry_max_delay, self.retry_base_delay * (2**attempt))
+        wait = base * (0.5 + self._rng.random())
+        if retry_after is not None:
+            wait = max(wait, retry_after)
+        return wait
+
+    def _decide(
+        self,
+        obs: Observation,
+        records: list[dict[str, Any]],
+        usage: dict[str, int],
+        action: str | None,
+        failure: str | None,
+        format_retries: int,
+        transport_retries: int,
+        conflicts: list[list[str]],
+    ) -> Decision:
+        records.append(
+            {
+                "type": "decision",
+                "step": obs.step,
+                "action": action,
+                "failure": failure,
+                "format_retries": format_retries,
+                "transport_retries": transport_retries,
+                "conflicting_actions": conflicts,
+            }
+        )
+        media: dict[str, tuple[bytes, str]] = {}
+        for rec in records:
+            for msg in rec.get("append", []):
+                for part in msg["content"]:
+                    sha = part.get("sha256")
+                    if sha and sha not in self._emitted:
+                        self._emitted.add(sha)
+                        media[sha] = self._media[sha]
+        return Decision(action=action, failure=failure, records=records, usage=usage, media=media)
+
+    # -- building turns --------------------------------------------------------------
+    def _add_media(self, data: bytes, mime: str, kind: str) -> Part:
+        sha = sha256_hex(data)
+        self._media.setdefault(sha, (data, mime))
+        return {"type": kind, "sha256": sha, "mime": mime}
+
+    def _frame_part(self, frame: np.ndarray) -> Part:
+        return self._add_media(encode_jpeg(frame), "image/jpeg", "image")
+
+    @staticmethod
+    def _demo_summary(demo: Any) -> dict[str, Any]:
+        return {
+            "clip_id": demo.clip_id,
+            "label": demo.label,
+            "n_frames": demo.n_frames,
+            "mp4_sha256": sha256_hex(demo.mp4) if demo.mp4 else None,
+            "frames_jpeg_sha256": [sha256_hex(b) for b in demo.frames_jpeg],
+        }
+
+    def _first_message(self, ctx: EpisodeContext, obs: Observation) -> Message:
+        text = prompts.task_intro(ctx.task, ctx.action_names, ctx.max_steps)
+        parts: list[Part] = [{"type": "text", "text": text}]
+        n = len(ctx.demos)
+        if n:
+            parts.append({"type": "text", "text": prompts.demos_intro(n)})
+        for i, demo in enumerate(ctx.demos, start=1):
+            parts.append({"type": "text", "text": prompts.demo_heading(i, n)})
+            if self.demo_transport == "video":
+                parts.append(self._add_media(demo.mp4, "video/mp4", "video"))
+            else:
+                frames = list(demo.frames_jpeg)
+                parts.append({"type": "text", "text": prompts.demo_frames_intro(i, len(frames))})
+                parts.extend(self._add_media(f, "image/jpeg", "image") for f in frames)
+        parts.append({"type": "text", "text": prompts.start_frame_text()})
+        parts.append(self._frame_part(obs.frame))
+        parts.append({"type": "text", "text": prompts.answer_contract(ctx.action_names)})
+        return {"role": "user", "content": parts}
+
+    def _next_message(self, obs: Observation) -> Message:
+        assert obs.previous_action is not None
+        return {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": prompts.next_turn_text(obs.previous_action)},
+                self._frame_part(obs.frame),
+                {"type": "text", "text": prompts.next_turn_reminder()},
+            ],
+        }
+
+    def close(self) -> None:
+        close = getattr(self._client, "close", None)
+        if callable(close):
+            close()
