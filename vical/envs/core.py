@@ -63,7 +63,7 @@ def frame_sha256(frame: np.ndarray) -> str:
     """sha256 of a frame's shape, dtype and pixel bytes."""
     arr = np.ascontiguousarray(frame)
     h = hashlib.sha256(f"{arr.shape}|{arr.dtype}|".encode())
-    h.update(arr.tobytes())
+    h.update(arr.data)  # the buffer itself: no copy of the pixels
     return h.hexdigest()
 
 
