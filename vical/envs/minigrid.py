@@ -1,0 +1,710 @@
+"""MiniGrid-derived custom environments: LavaCrossing, MultiRoom and UnlockPickup.
+
+Three environments on ``minigrid`` 3.2.0, each registered with Gymnasium under
+its paper id so researchers can ``gymnasium.make`` them directly:
+
+* ``CustomLavaCrossing-v0`` - minigrid's crossing layout at 11 x 11 with five
+  lava rivers (``LavaCrossingS11N5``); the start heading is a parameter.
+* ``CustomMultiRoom-v0`` - six rooms joined by closed doors on a square grid of
+  side 15, 20 or 25. minigrid's generator draws each room side from
+  ``[4, max_room_size]``; the registered ``MultiRoom-N6`` uses 10, which lays
+  routes far longer than the 70-decision budget, so every task sets a smaller
+  maximum (5 to 7, stored in its ``env_kwargs``) and the tests check that the
+  shortest route fits the budget.
+* ``CustomUnlockPickup-v0`` - minigrid's two-room UnlockPickup with the room
+  side (7, 9 or 11) as a parameter instead of the fixed 6.
+
+The seven actions keep minigrid's order: Left and Right turn in place, Forward
+moves one cell, Pickup, Drop, Toggle act on the cell in front, Done does
+nothing.
+
+Rendering (partial observation)
+-------------------------------
+The frame is the whole map, drawn north-up at a fixed scale, but only the cells
+the agent sees *right now* are drawn: minigrid's 7 x 7 view cone in front of the
+agent, with walls and closed doors occluding what lies behind them. Every other
+cell, including cells seen earlier, is drawn as flat unlit black without grid
+lines. The agent is a red triangle pointing along its heading.
+
+We chose this over the two alternatives the issue named:
+
+* *fog of war that keeps every cell ever seen* turns the frame into the
+  agent's memory - in MultiRoom a single frame would show the route explored so
+  far and the task would no longer need memory;
+* *minigrid's egocentric view* always points the agent up, so the frame loses
+  the absolute heading and the agent's place on the map.
+
+Showing only the current view on the fixed full-map canvas keeps the heading
+and absolute position visible while forcing the agent to remember what it saw
+before (MultiRoom: rooms behind it, doors it passed). UnlockPickup adds a strip
+under the map showing the object the agent is carrying, since the map itself
+draws only the agent.
+
+Planning and scoring
+--------------------
+:class:`GridModel` is an exact model of the deterministic minigrid dynamics over
+states (position, heading, carried object, object positions, door states).
+Breadth-first search over it gives the fewest decisions to any sub-goal; the
+adapters score with those distances, and :func:`plan` returns a shortest action
+sequence (the tests' planner and the demo expert).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from minigrid.core.grid import Grid
+from minigrid.core.world_object import Box, Door, Goal, Key, Lava, Wall, WorldObj
+from minigrid.envs.crossing import CrossingEnv
+from minigrid.envs.multiroom import MultiRoomEnv
+from minigrid.envs.unlockpickup import UnlockPickupEnv
+from minigrid.minigrid_env import MiniGridEnv
+
+from vical.envs.core import Tick
+from vical.envs.gymbase import GymAdapter
+from vical.envs.scoring import Milestones, clamp, path_efficiency
+from vical.spec import TaskSpec
+
+# The simulator's own step limit is irrelevant: vical's max-steps cap ends the
+# episode (GymAdapter ignores truncation); a large limit keeps minigrid quiet.
+_SIM_MAX_STEPS = 100_000
+
+# native actions (minigrid.core.actions.Actions order)
+LEFT, RIGHT, FORWARD, PICKUP, DROP, TOGGLE, DONE = range(7)
+_DIR_VEC = ((1, 0), (0, 1), (-1, 0), (0, -1))  # east, south, west, north
+HEADINGS = ("east", "south", "west", "north")
+
+
+# ---------------------------------------------------------------------------
+# Simulators
+# ---------------------------------------------------------------------------
+class CustomLavaCrossingEnv(CrossingEnv):
+    """minigrid's lava crossing (11 x 11, five rivers by default) with a chosen start heading."""
+
+    def __init__(
+        self,
+        size: int = 11,
+        num_crossings: int = 5,
+        start_dir: int = 0,
+        max_steps: int = _SIM_MAX_STEPS,
+        **kwargs: Any,
+    ):
+        if start_dir not in range(4):
+            raise ValueError(f"start_dir must be 0-3 (east, south, west, north), got {start_dir}")
+        self.start_dir = start_dir
+        super().__init__(
+            size=size,
+            num_crossings=num_crossings,
+            obstacle_type=Lava,
+            max_steps=max_steps,
+            **kwargs,
+        )
+
+    def _gen_grid(self, width: int, height: int) -> None:
+        super()._gen_grid(width, height)
+        self.agent_dir = self.start_dir
+
+
+class CustomMultiRoomEnv(MultiRoomEnv):
+    """minigrid's multi-room maze with a fixed room count on a square grid of side ``grid_size``."""
+
+    def __init__(
+        self,
+        grid_size: int = 25,
+        num_rooms: int = 6,
+        max_room_size: int = 10,
+        max_steps: int = _SIM_MAX_STEPS,
+        **kwargs: Any,
+    ):
+        self.grid_size = grid_size
+        super().__init__(
+            minNumRooms=num_rooms,
+            maxNumRooms=num_rooms,
+            maxRoomSize=max_room_size,
+            width=grid_size,
+            height=grid_size,
+            max_steps=max_steps,
+            **kwargs,
+        )
+
+
+class CustomUnlockPickupEnv(UnlockPickupEnv):
+    """minigrid's UnlockPickup (key, locked door, box in the second room) with a chosen room side."""
+
+    def __init__(self, room_size: int = 6, max_steps: int = _SIM_MAX_STEPS, **kwargs: Any):
+        # UnlockPickupEnv hard-codes room_size = 6; build its RoomGrid directly.
+        from minigrid.core.constants import COLOR_NAMES
+        from minigrid.core.mission import MissionSpace
+        from minigrid.core.roomgrid import RoomGrid
+
+        mission_space = MissionSpace(
+            mission_func=self._gen_mission, ordered_placeholders=[COLOR_NAMES]
+        )
+        RoomGrid.__init__(
+            self,
+            mission_space=mission_space,
+            num_rows=1,
+            num_cols=2,
+            room_size=room_size,
+            max_steps=max_steps,
+            **kwargs,
+        )
+
+
+SIM_IDS = {
+    "CustomLavaCrossing-v0": CustomLavaCrossingEnv,
+    "CustomMultiRoom-v0": CustomMultiRoomEnv,
+    "CustomUnlockPickup-v0": CustomUnlockPickupEnv,
+}
+
+
+def register_envs() -> None:
+    """Register the three custom environments with Gymnasium (idempotent)."""
+    for sim_id, cls in SIM_IDS.items():
+        if sim_id not in gym.registry:
+            gym.register(id=sim_id, entry_point=f"{__name__}:{cls.__name__}")
+
+
+register_envs()
+
+
+# ---------------------------------------------------------------------------
+# Exact model of the dynamics, and breadth-first search
+# ---------------------------------------------------------------------------
+# A state: (x, y, heading, carried object index or -1, object positions
+# (None while carried), door states (0 open, 1 closed, 2 locked)).
+State = tuple[int, int, int, int, tuple[tuple[int, int] | None, ...], tuple[int, ...]]
+# Events of a transition.
+GOAL, LAVA, TARGET, DESTROYED = "goal", "lava", "target", "destroyed"
+
+_DOOR_OPEN, _DOOR_CLOSED, _DOOR_LOCKED = 0, 1, 2
+
+
+def _door_state(door: Door) -> int:
+    if door.is_open:
+        return _DOOR_OPEN
+    return _DOOR_LOCKED if door.is_locked else _DOOR_CLOSED
+
+
+class GridModel:
+    """The deterministic dynamics of one minigrid layout, as pure functions of a :data:`State`.
+
+    Built from a live environment; walls, lava and the goal are static, doors
+    and pickable objects (keys, balls, boxes) are tracked by identity. The
+    transition function mirrors ``MiniGridEnv.step`` and ``UnlockPickupEnv``:
+    Forward enters empty cells, open doors, lava (death) and the goal; Pickup
+    takes the object in front when the hands are empty (the target box ends the
+    episode); Drop puts the carried object on an empty cell in front; Toggle
+    unlocks a locked door with the key of its colour, opens or closes an
+    unlocked door, and opens a box (which makes it vanish).
+    """
+
+    def __init__(self, env: MiniGridEnv):
+        self.width, self.height = env.width, env.height
+        self.static: dict[tuple[int, int], str] = {}
+        self.doors: list[Door] = []
+        self.door_at: dict[tuple[int, int], int] = {}
+        self.objects: list[WorldObj] = []
+        for y in range(env.height):
+            for x in range(env.width):
+                cell = env.grid.get(x, y)
+                if cell is None:
+                    continue
+                if isinstance(cell, Wall):
+                    self.static[(x, y)] = "wall"
+                elif isinstance(cell, Lava):
+                    self.static[(x, y)] = "lava"
+                elif isinstance(cell, Goal):
+                    self.static[(x, y)] = "goal"
+                elif isinstance(cell, Door):
+                    self.door_at[(x, y)] = len(self.doors)
+                    self.doors.append(cell)
+                elif cell.can_pickup():
+                    self.objects.append(cell)
+                else:
+                    raise ValueError(f"unsupported minigrid object {cell.type!r} at {(x, y)}")
+        if env.carrying is not None:
+            self.objects.append(env.carrying)
+        target = getattr(env, "obj", None)
+        self.target = next((i for i, o in enumerate(self.objects) if o is target), -1)
+
+    # -- reading the live environment -------------------------------------
+    def state_of(self, env: MiniGridEnv) -> State:
+        """The current state of ``env`` (which must hold this model's layout)."""
+        where: dict[int, tuple[int, int]] = {}
+        ids = {id(o): i for i, o in enumerate(self.objects)}
+        for y in range(env.height):
+            for x in range(env.width):
+                cell = env.grid.get(x, y)
+                if cell is not None and id(cell) in ids:
+                    where[ids[id(cell)]] = (x, y)
+        carrying = ids.get(id(env.carrying), -1) if env.carrying is not None else -1
+        positions = tuple(where.get(i) for i in range(len(self.objects)))
+        doors = tuple(_door_state(d) for d in self.doors)
+        x, y = (int(v) for v in env.agent_pos)
+        return (x, y, int(env.agent_dir), carrying, positions, doors)
+
+    def target_exists(self, state: State) -> bool:
+        """False once the target box was opened (it vanishes and cannot be picked up)."""
+        if self.target < 0:
+            return True
+        return state[3] == self.target or state[4][self.target] is not None
+
+    # -- dynamics -----------------------------------------------------------
+    def _object_at(self, state: State, pos: tuple[int, int]) -> int:
+        for i, p in enumerate(state[4]):
+            if p == pos:
+                return i
+        return -1
+
+    def step(self, state: State, action: int) -> tuple[State, str | None]:
+        """The next state and the event of the transition (goal, lava, target, destroyed)."""
+        x, y, d, carrying, positions, doors = state
+        if action == LEFT:
+            return (x, y, (d - 1) % 4, carrying, positions, doors), None
+        if action == RIGHT:
+            return (x, y, (d + 1) % 4, carrying, positions, doors), None
+        if action == DONE:
+            return state, None
+        dx, dy = _DIR_VEC[d]
+        front = (x + dx, y + dy)
+        kind = self.static.get(front)
+        door = self.door_at.get(front, -1)
+        obj = self._object_at(state, front)
+        if action == FORWARD:
+            if kind == "wall" or obj >= 0 or (door >= 0 and doors[door] != _DOOR_OPEN):
+                return state, None
+            moved = (front[0], front[1], d, carrying, positions, doors)
+            return moved, (GOAL if kind == "goal" else LAVA if kind == "lava" else None)
+        if action == PICKUP:
+            if obj < 0 or carrying >= 0:
+                return state, None
+            pos2 = (*positions[:obj], None, *positions[obj + 1 :])
+            return (x, y, d, obj, pos2, doors), (TARGET if obj == self.target else None)
+        if action == DROP:
+            if carrying < 0 or kind is not None or door >= 0 or obj >= 0:
+                return state, None
+            pos2 = (*positions[:carrying], front, *positions[carrying + 1 :])
+            return (x, y, d, -1, pos2, doors), None
+        if action == TOGGLE:
+            if door >= 0:
+                s = doors[door]
+                if s == _DOOR_LOCKED:
+                    held = self.objects[carrying] if carrying >= 0 else None
+                    if not (isinstance(held, Key) and held.color == self.doors[door].color):
+                        return state, None
+                    new = _DOOR_OPEN
+                else:
+                    new = _DOOR_CLOSED if s == _DOOR_OPEN else _DOOR_OPEN
+                doors2 = (*doors[:door], new, *doors[door + 1 :])
+                return (x, y, d, carrying, positions, doors2), None
+            if obj >= 0 and isinstance(self.objects[obj], Box):
+                pos2 = (*positions[:obj], None, *positions[obj + 1 :])
+                return (x, y, d, carrying, pos2, doors), DESTROYED
+            return state, None
+        raise ValueError(f"unknown minigrid action {action}")
+
+    def successors(self, state: State) -> Iterator[tuple[int, State, str | None]]:
+        """Transitions worth searching: every action that changes the state, except
+        closing a door (a closed door only ever blocks) and opening a box (it
+        destroys the target)."""
+        for a in (LEFT, RIGHT, FORWARD, PICKUP, DROP, TOGGLE):
+            nxt, event = self.step(state, a)
+            if nxt == state or event == DESTROYED:
+                continue
+            if a == TOGGLE and sum(nxt[5]) > sum(state[5]):
+                continue  # closed a door
+            yield a, nxt, event
+
+
+Goal_ = Callable[[State, str | None], bool]
+
+
+def bfs(model: GridModel, start: State, reached: Goal_) -> list[int] | None:
+    """Fewest actions from ``start`` to a transition satisfying ``reached(state, event)``.
+
+    Returns the native action list (empty when ``start`` already satisfies the
+    sub-goal), or None when it cannot be reached. Lava and the goal end the
+    episode, so the search never expands past them.
+    """
+    if reached(start, None):
+        return []
+    parent: dict[State, tuple[State, int] | None] = {start: None}
+    queue = deque([start])
+    while queue:
+        s = queue.popleft()
+        for a, nxt, event in model.successors(s):
+            if nxt in parent:
+                continue
+            parent[nxt] = (s, a)
+            if reached(nxt, event):
+                path = [a]
+                cur = s
+                while parent[cur] is not None:
+                    cur, a0 = parent[cur]  # type: ignore[misc]
+                    path.append(a0)
+                return path[::-1]
+            if event in (LAVA, GOAL, TARGET):
+                continue
+            queue.append(nxt)
+    return None
+
+
+def at_goal(_state: State, event: str | None) -> bool:
+    return event == GOAL
+
+
+def picked_target(_state: State, event: str | None) -> bool:
+    return event == TARGET
+
+
+# ---------------------------------------------------------------------------
+# Rendering
+# ---------------------------------------------------------------------------
+_UNSEEN = np.zeros(3, dtype=np.uint8)
+_STRIP_BG = np.array([40, 40, 40], dtype=np.uint8)
+
+
+def visible_cells(env: MiniGridEnv) -> np.ndarray:
+    """Boolean (width, height) mask of the cells in the agent's current view.
+
+    The same computation as ``MiniGridEnv.get_full_render``: the 7 x 7 cone in
+    front of the agent, with minigrid's occlusion (walls and closed doors hide
+    what is behind them), mapped to world coordinates.
+    """
+    _, vis = env.gen_obs_grid()
+    f = np.array(_DIR_VEC[env.agent_dir])
+    r = np.array((-f[1], f[0]))
+    n = env.agent_view_size
+    top_left = np.array(env.agent_pos) + f * (n - 1) - r * (n // 2)
+    mask = np.zeros((env.width, env.height), dtype=bool)
+    for vj in range(n):
+        for vi in range(n):
+            if not vis[vi, vj]:
+                continue
+            ai, aj = top_left - f * vj + r * vi
+            if 0 <= ai < env.width and 0 <= aj < env.height:
+                mask[ai, aj] = True
+    return mask
+
+
+def tile_size_for(width: int, height: int, target_px: int = 400) -> int:
+    """A tile size that makes the map about ``target_px`` on its longer side."""
+    return int(max(12, min(36, target_px // max(width, height))))
+
+
+def render_view(
+    env: MiniGridEnv, mask: np.ndarray, tile: int, carry_strip: bool = False
+) -> np.ndarray:
+    """The full map north-up with only the currently visible cells drawn (see module docstring)."""
+    img = np.zeros((env.height * tile, env.width * tile, 3), dtype=np.uint8)
+    img[:] = _UNSEEN
+    ax, ay = (int(v) for v in env.agent_pos)
+    for i, j in zip(*np.nonzero(mask), strict=True):
+        here = i == ax and j == ay
+        img[j * tile : (j + 1) * tile, i * tile : (i + 1) * tile] = Grid.render_tile(
+            env.grid.get(int(i), int(j)),
+            agent_dir=env.agent_dir if here else None,
+            highlight=True,
+            tile_size=tile,
+        )
+    if not carry_strip:
+        return img
+    strip = np.empty((tile + 8, img.shape[1], 3), dtype=np.uint8)
+    strip[:] = _STRIP_BG
+    # a framed slot holding the carried object (empty slot: nothing carried)
+    slot = Grid.render_tile(env.carrying, tile_size=tile)
+    strip[4 : 4 + tile, 4 : 4 + tile] = slot
+    strip[2:4, 2 : 6 + tile] = 200
+    strip[4 + tile : 6 + tile, 2 : 6 + tile] = 200
+    strip[2 : 6 + tile, 2:4] = 200
+    strip[2 : 6 + tile, 4 + tile : 6 + tile] = 200
+    return np.ascontiguousarray(np.concatenate([img, strip], axis=0))
+
+
+# ---------------------------------------------------------------------------
+# Adapters
+# ---------------------------------------------------------------------------
+class MiniGridAdapter(GymAdapter):
+    """Common part: the custom simulator, the partial-view frame, the model and seen cells."""
+
+    carry_strip = False
+
+    def make_env(self) -> gym.Env:
+        cls = SIM_IDS[self.task.env.sim_id]
+        return cls(**self.task.env_kwargs)
+
+    @property
+    def grid_env(self) -> MiniGridEnv:
+        return self.env  # type: ignore[return-value]
+
+    def reset(self, seed: int) -> None:
+        super().reset(seed)
+        e = self.grid_env
+        self.tile = tile_size_for(e.width, e.height)
+        self.model = GridModel(e)
+        self._mask = visible_cells(e)
+        self._dist_cache: dict[tuple[str, State], int | None] = {}
+
+    def act(self, native: Any) -> Tick:
+        tick = super().act(native)
+        self._mask = visible_cells(self.grid_env)
+        return tick
+
+    def frame(self) -> np.ndarray:
+        if self._frame is None:
+            self._frame = render_view(self.grid_env, self._mask, self.tile, self.carry_strip)
+        return self._frame
+
+    def state(self) -> State:
+        return self.model.state_of(self.grid_env)
+
+    def distance(self, name: str, reached: Goal_, state: State | None = None) -> int | None:
+        """Fewest actions from ``state`` (default: now) to a sub-goal, memoised per state."""
+        s = self.state() if state is None else state
+        key = (name, s)
+        if key not in self._dist_cache:
+            path = bfs(self.model, s, reached)
+            self._dist_cache[key] = None if path is None else len(path)
+        return self._dist_cache[key]
+
+    def open_cells(self) -> np.ndarray:
+        """Mask of cells that are not walls (what exploration counts)."""
+        m = np.ones((self.model.width, self.model.height), dtype=bool)
+        for (x, y), kind in self.model.static.items():
+            if kind == "wall":
+                m[x, y] = False
+        return m
+
+
+class NavigationAdapter(MiniGridAdapter):
+    """LavaCrossing and MultiRoom: reach the green goal square.
+
+    Score terms (weights under ``scoring.targets``):
+
+    * exploration - share of the non-wall cells unseen at the start that the
+      agent has since had in view, times ``explore_weight``;
+    * progress - share of the start's shortest-route length (in decisions,
+      turns and door toggles included) closed at the best state reached,
+      times ``progress_weight``;
+    * goal and efficiency - reaching the goal gives ``explore_weight +
+      progress_weight`` plus the rest times optimal decisions / decisions used
+      (the shortest route scores 100);
+    * death - stepping into lava ends the episode and multiplies the score
+      reached so far by ``death_factor``.
+
+    Pass: the goal is reached.
+    """
+
+    def start(self) -> None:
+        self.w_explore = self.task.target("explore_weight")
+        self.w_progress = self.task.target("progress_weight")
+        self.death_factor = self.task.target("death_factor")
+        s0 = self.state()
+        d0 = self.distance("goal", at_goal, s0)
+        if d0 is None:
+            raise RuntimeError(f"{self.task.id}: the goal cannot be reached from the start")
+        self.start_d = self.best_d = self.optimal = d0
+        self.moves = 0
+        self.reached = self.died = False
+        self.open = self.open_cells()
+        self.seen0 = self._mask & self.open
+        self.seen = self.seen0.copy()
+        self.unseen0 = int(self.open.sum() - self.seen0.sum())
+
+    def on_tick(self, tick: Tick) -> None:
+        self.moves += 1
+        e = self.grid_env
+        cell = e.grid.get(*e.agent_pos)
+        if tick.terminated:
+            self.reached = isinstance(cell, Goal)
+            self.died = isinstance(cell, Lava)
+        if not self.died:
+            self.seen |= self._mask & self.open
+            if not self.reached:
+                d = self.distance("goal", at_goal)
+                if d is not None:
+                    self.best_d = min(self.best_d, d)
+            else:
+                self.best_d = 0
+
+    def explored(self) -> float:
+        if self.unseen0 <= 0:
+            return 1.0
+        return float((self.seen & ~self.seen0).sum()) / self.unseen0
+
+    def score(self) -> float:
+        goal_weight = self.w_explore + self.w_progress
+        if self.reached:
+            return path_efficiency(
+                self.start_d, 0, True, self.moves, self.optimal, progress_weight=goal_weight
+            )
+        s = self.w_explore * self.explored() + path_efficiency(
+            self.start_d, self.best_d, False, self.moves, self.optimal, self.w_progress
+        )
+        if self.died:
+            s *= self.death_factor
+        return clamp(s)
+
+    def passed(self) -> bool:
+        return self.reached
+
+    def ending(self, native_terminated: bool) -> str | None:
+        if native_terminated:
+            return "Victory" if self.reached else "Terminated"
+        return None
+
+    def progress(self) -> dict:
+        return {
+            "start_distance": self.start_d,
+            "best_distance": self.best_d,
+            "optimal_steps": self.optimal,
+            "explored": round(self.explored(), 4),
+            "reached": self.reached,
+            "died": self.died,
+            "moves": self.moves,
+        }
+
+
+MILESTONES = ("key", "door", "object", "efficient")
+
+
+class UnlockPickupAdapter(MiniGridAdapter):
+    """UnlockPickup: key, door and object milestones with partial credit and efficiency.
+
+    Milestones (weights ``weight_<name>`` under ``scoring.targets``), in order: ``key`` (the
+    key is picked up), ``door`` (the locked door is opened), ``object`` (the
+    box is picked up), ``efficient`` (optimal decisions / decisions used once
+    the box is held). Partial credit toward the next milestone is the share of
+    its shortest-route length (from the state where the previous milestone was
+    reached, or the start) closed at the best state so far. Toggling the box
+    opens it and it vanishes: the task can no longer be completed and the
+    episode ends (Terminated) with the milestones already earned.
+
+    Pass: the box is picked up.
+    """
+
+    carry_strip = True
+
+    def start(self) -> None:
+        m = self.model
+        self.key = next(i for i, o in enumerate(m.objects) if isinstance(o, Key))
+        self.door = next(i for i, d in enumerate(m.doors) if d.is_locked)
+        self.ms = Milestones({m: self.task.target(f"weight_{m}") for m in MILESTONES})
+        s0 = self.state()
+        opt = self.distance("object", picked_target, s0)
+        if opt is None:
+            raise RuntimeError(f"{self.task.id}: the box cannot be picked up from the start")
+        self.optimal = opt
+        self.moves = 0
+        self.picked = self.destroyed = False
+        self._stage_from(s0)
+
+    def _carries_key(self, state: State, _event: str | None) -> bool:
+        return state[3] == self.key
+
+    def _door_open(self, state: State, _event: str | None) -> bool:
+        return state[5][self.door] == _DOOR_OPEN
+
+    def _subgoal(self) -> tuple[str, Goal_] | None:
+        for name, test in (
+            ("key", self._carries_key),
+            ("door", self._door_open),
+            ("object", picked_target),
+        ):
+            if name not in self.ms.reached:
+                return name, test
+        return None
+
+    def _stage_from(self, state: State) -> None:
+        sub = self._subgoal()
+        if sub is None:
+            return
+        d = self.distance(sub[0], sub[1], state)
+        self.stage_d0 = self.stage_best = d if d is not None else 0
+
+    def on_tick(self, tick: Tick) -> None:
+        self.moves += 1
+        s = self.state()
+        if not self.model.target_exists(s):
+            self.destroyed = True
+            return
+        if tick.terminated:
+            self.picked = True
+        advanced = False
+        if "key" not in self.ms.reached and self._carries_key(s, None):
+            self.ms.hit("key")
+            advanced = True
+        if "key" in self.ms.reached and "door" not in self.ms.reached and self._door_open(s, None):
+            self.ms.hit("door")
+            advanced = True
+        if self.picked:
+            self.ms.hit_all(["key", "door", "object"])
+            self.ms.partial = min(1.0, self.optimal / max(self.moves, 1))
+            return
+        if advanced:
+            self._stage_from(s)
+        name, test = self._subgoal()  # type: ignore[misc]
+        d = self.distance(name, test, s)
+        if d is not None:
+            self.stage_best = min(self.stage_best, d)
+        self.ms.partial = (
+            (self.stage_d0 - self.stage_best) / self.stage_d0 if self.stage_d0 > 0 else 0.0
+        )
+
+    def score(self) -> float:
+        return self.ms.score()
+
+    def passed(self) -> bool:
+        return self.picked
+
+    def ending(self, native_terminated: bool) -> str | None:
+        if self.tracking and self.destroyed:
+            return "Terminated"
+        if native_terminated:
+            return "Victory" if self.picked else "Terminated"
+        return None
+
+    def progress(self) -> dict:
+        return {
+            "milestones": [k for k in self.ms.weights if k in self.ms.reached],
+            "partial": round(self.ms.partial, 4),
+            "optimal_steps": self.optimal,
+            "moves": self.moves,
+            "box_destroyed": self.destroyed,
+        }
+
+
+_ADAPTERS = {
+    "lavacrossing": NavigationAdapter,
+    "multiroom": NavigationAdapter,
+    "unlockpickup": UnlockPickupAdapter,
+}
+
+
+def make_adapter(task: TaskSpec) -> MiniGridAdapter:
+    return _ADAPTERS[task.env.env](task)
+
+
+# ---------------------------------------------------------------------------
+# Planner (tests and demo expert)
+# ---------------------------------------------------------------------------
+def plan(env: Any) -> list[str]:
+    """A shortest action sequence (canonical names) from the env's current state to success.
+
+    ``env`` is a :class:`vical.envs.core.VicalEnv` of a MiniGrid task (after
+    ``reset``) or its adapter. Success is the goal square (LavaCrossing,
+    MultiRoom) or picking up the box (UnlockPickup). Raises RuntimeError when
+    success is unreachable.
+    """
+    adapter: MiniGridAdapter = getattr(env, "adapter", env)
+    reached = picked_target if adapter.model.target >= 0 else at_goal
+    path = bfs(adapter.model, adapter.state(), reached)
+    if path is None:
+        raise RuntimeError(f"{adapter.task.id}: no route to success from the current state")
+    names = {native: name for name, native in adapter.task.env.actions.items()}
+    return [names[a] for a in path]
