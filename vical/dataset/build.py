@@ -1,0 +1,286 @@
+"""Build the Hugging Face dataset folder of the benchmark, verify it, load it back.
+
+Layout of a built folder::
+
+    README.md                          dataset card (YAML header with configs)
+    data/tasks-00000-of-00001.parquet  one row per task
+    videos/<sha256>.mp4                every distinct rendered demo clip
+    manifest.json                      sha256 and size of every other file
+
+A row holds the task's fields (id, environment, rules, action names, horizon,
+frame skip, tags, seed, initial skip, human-init sequence, ...), its full
+``TaskSpec`` as JSON (``task_json``, which round-trips), its demo clips (ids,
+labels, frame counts, MP4 paths and MP4 bytes) and its start frame as PNG.
+Clips are binary, not ``datasets.Video`` (that feature decodes through
+torchcodec, which does not load with a CPU torch): decode with imageio.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from vical.spec import TaskSpec, select_tasks
+
+CARD_DIR = Path(__file__).resolve().parents[2] / "dataset_card"
+DATA_FILE = "data/tasks-00000-of-00001.parquet"
+MANIFEST = "manifest.json"
+
+
+def _features():
+    from datasets import Features, Sequence, Value
+
+    s = Value("string")
+    return Features(
+        {
+            "id": s,
+            "env": s,
+            "variant": s,
+            "kind": s,
+            "name": s,
+            "paper_id": s,
+            "family": s,
+            "sim_id": s,
+            "package": s,
+            "rules_basic": s,
+            "rules_detailed": s,
+            "actions": Sequence(s),
+            "max_steps": Value("int32"),
+            "frame_skip": Value("int32"),
+            "action_steps": Value("int32"),
+            "seed": Value("int64"),
+            "initial_skip": Value("int32"),
+            "init_actions": Sequence(s),
+            "init_source": s,
+            "tags_types": Sequence(s),
+            "tags_memory": s,
+            "tags_dynamics": s,
+            "scoring_family": s,
+            "task_json": s,
+            "demo_ids": Sequence(s),
+            "demo_labels": Sequence(s),
+            "demo_n_frames": Sequence(Value("int32")),
+            "demo_sources": Sequence(s),
+            "demo_files": Sequence(s),
+            "demo_mp4": Sequence(Value("binary")),
+            "demo_frames_total": Value("int32"),
+            "start_frame_png": Value("binary"),
+            "start_frame_sha256": s,
+        }
+    )
+
+
+def _png(frame) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(frame, "RGB").save(buf, format="PNG", optimize=False, compress_level=6)
+    return buf.getvalue()
+
+
+def task_row(task: TaskSpec, videos_dir: Path | None = None) -> dict[str, Any]:
+    """One dataset row for a task; writes its demo MP4s into ``videos_dir`` when given."""
+    from vical.demos import load_demo_package
+    from vical.envs import frame_sha256, make_env
+
+    env = make_env(task)
+    try:
+        start = env.reset()
+    finally:
+        env.close()
+    videos = load_demo_package(task)
+    files = []
+    for v in videos:
+        rel = f"videos/{v.sha256}.mp4"
+        files.append(rel)
+        if videos_dir is not None:
+            p = videos_dir / f"{v.sha256}.mp4"
+            if not p.exists():
+                p.write_bytes(v.mp4)
+    e, var = task.env, task.variant
+    return {
+        "id": task.id,
+        "env": e.env,
+        "variant": var.variant,
+        "kind": var.kind,
+        "name": e.name,
+        "paper_id": e.paper_id,
+        "family": e.family,
+        "sim_id": e.sim_id,
+        "package": e.package,
+        "rules_basic": e.rules.basic,
+        "rules_detailed": e.rules.detailed,
+        "actions": task.action_names,
+        "max_steps": task.max_steps,
+        "frame_skip": e.frame_skip,
+        "action_steps": e.action_steps,
+        "seed": var.seed,
+        "initial_skip": var.initial_skip,
+        "init_actions": list(var.init_actions),
+        "init_source": var.init_source,
+        "tags_types": list(e.tags.types),
+        "tags_memory": e.tags.memory,
+        "tags_dynamics": e.tags.dynamics,
+        "scoring_family": e.scoring.family,
+        "task_json": task.model_dump_json(),
+        "demo_ids": [c.id for c in var.demos],
+        "demo_labels": [v.label for v in videos],
+        "demo_n_frames": [v.n_frames for v in videos],
+        "demo_sources": [c.source for c in var.demos],
+        "demo_files": files,
+        "demo_mp4": [v.mp4 for v in videos],
+        "demo_frames_total": sum(v.n_frames for v in videos),
+        "start_frame_png": _png(start),
+        "start_frame_sha256": frame_sha256(start),
+    }
+
+
+def row_to_task(row: dict[str, Any]) -> TaskSpec:
+    """Rebuild the TaskSpec of a dataset row, checking the flat fields agree with it."""
+    task = TaskSpec.model_validate_json(row["task_json"])
+    checks = {
+        "id": task.id,
+        "env": task.env.env,
+        "variant": task.variant.variant,
+        "actions": task.action_names,
+        "max_steps": task.max_steps,
+        "frame_skip": task.env.frame_skip,
+        "seed": task.variant.seed,
+        "initial_skip": task.variant.initial_skip,
+        "init_actions": list(task.variant.init_actions),
+        "tags_types": list(task.env.tags.types),
+        "rules_basic": task.env.rules.basic,
+        "demo_ids": [c.id for c in task.variant.demos],
+    }
+    for k, v in checks.items():
+        if row[k] != v:
+            raise ValueError(
+                f"row {row['id']}: field {k} = {row[k]!r} disagrees with task_json ({v!r})"
+            )
+    return task
+
+
+def _sha256(p: Path) -> str:
+    h = hashlib.sha256()
+    with p.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_manifest(root: Path) -> dict[str, Any]:
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.name != MANIFEST)
+    entries = {
+        p.relative_to(root).as_posix(): {"sha256": _sha256(p), "bytes": p.stat().st_size}
+        for p in files
+    }
+    manifest = {"format": "vical-dataset-manifest/1", "files": entries}
+    (root / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return manifest
+
+
+def verify_dataset(root: Path | str) -> list[str]:
+    """Problems found against the manifest (empty list: the folder is intact)."""
+    root = Path(root)
+    mp = root / MANIFEST
+    if not mp.is_file():
+        return [f"{mp}: manifest missing"]
+    manifest = json.loads(mp.read_text())["files"]
+    problems = []
+    for rel, meta in sorted(manifest.items()):
+        p = root / rel
+        if not p.is_file():
+            problems.append(f"{rel}: missing")
+        elif _sha256(p) != meta["sha256"]:
+            problems.append(f"{rel}: sha256 differs from the manifest")
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if (
+            p.is_file()
+            and p.name != MANIFEST
+            and rel not in manifest
+            and not rel.startswith(".cache")
+        ):
+            problems.append(f"{rel}: not in the manifest")
+    return problems
+
+
+def render_card(stats: dict[str, Any], n_tasks: int, card_dir: Path = CARD_DIR) -> str:
+    """The dataset card: ``dataset_card/template.md`` filled with the statistics."""
+    from vical.demos.stats import format_stats, stats_table
+
+    tpl = Template((card_dir / "template.md").read_text())
+    return tpl.substitute(
+        n_tasks=n_tasks,
+        data_file=DATA_FILE,
+        stats_table=stats_table(stats),
+        stats_details=format_stats(stats, table=False),
+        size_category="n<1K",
+    )
+
+
+def build_dataset(out: Path | str, patterns: str | None = None) -> Path:
+    """Build the dataset folder for the selected tasks (all by default) at ``out``.
+
+    Writes into a temporary sibling folder and renames it into place, so a
+    finished folder is never half-written. Rendering goes through the demo cache.
+    """
+    import datasets
+
+    from vical.demos.stats import demo_stats
+
+    out = Path(out)
+    tasks = select_tasks(patterns)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        (tmp / "videos").mkdir()
+        (tmp / "data").mkdir()
+        rows = [task_row(t, tmp / "videos") for t in tasks]
+        ds = datasets.Dataset.from_list(rows, features=_features())
+        ds.to_parquet(str(tmp / DATA_FILE))
+        stats = demo_stats(tasks, resolutions=True)
+        (tmp / "README.md").write_text(render_card(stats, len(tasks)))
+        (tmp / "stats.json").write_text(json.dumps(stats, indent=1, sort_keys=True) + "\n")
+        write_manifest(tmp)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def load_dataset_folder(root: Path | str, offline: bool = True):
+    """``datasets.load_dataset`` on a built folder (offline by default); the train split."""
+    if offline:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    import datasets
+
+    return datasets.load_dataset(str(root), split="train")
+
+
+def push_dataset(root: Path | str, repo: str, dry_run: bool = False) -> list[str]:
+    """Upload the folder to the Hub as a dataset repo; with ``dry_run`` only list the files."""
+    root = Path(root)
+    problems = verify_dataset(root)
+    if problems:
+        raise ValueError(
+            "refusing to push a folder that fails verification: " + "; ".join(problems)
+        )
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    if dry_run:
+        return files
+    from huggingface_hub import HfApi
+
+    HfApi().upload_folder(folder_path=str(root), repo_id=repo, repo_type="dataset")
+    return files
