@@ -23,8 +23,8 @@ answers ``[Action:<name>]`` followed by one line of explanation. The
 ``first``
     always the first legal action;
 ``fault-<kind>[-<when>]``
-    misbehave, for tests and smoke tests. Kinds: ``429`` and ``500`` (HTTP
-    error; 429 carries ``Retry-After``), ``context-length`` (the provider's
+    misbehave, for tests and smoke tests. Kinds: ``400``, ``429`` and ``500``
+    (HTTP error; 429 carries ``Retry-After``), ``context-length`` (the provider's
     context-length error), ``malformed`` (no marker), ``illegal`` (a name
     outside the list), ``conflict`` (two different markers), ``empty`` (empty
     text), ``slow-<ms>`` (answer normally after a delay). ``<when>``:
@@ -59,9 +59,19 @@ from PIL import Image
 from vical.agent.prompts import find_actions_line
 
 POLICIES = ("random", "first")
-FAULT_KINDS = ("429", "500", "context-length", "malformed", "illegal", "conflict", "empty", "slow")
+FAULT_KINDS = (
+    "400",
+    "429",
+    "500",
+    "context-length",
+    "malformed",
+    "illegal",
+    "conflict",
+    "empty",
+    "slow",
+)
 _FAULT_RE = re.compile(
-    r"^fault-(429|500|context-length|malformed|illegal|conflict|empty|slow)"
+    r"^fault-(400|429|500|context-length|malformed|illegal|conflict|empty|slow)"
     r"(?:-(once|always|after-\d+|\d+))?$"
 )
 _GEMINI_RE = re.compile(r"^/v1(?:beta|alpha)?/models/([^/:]+):generateContent$")
@@ -433,6 +443,9 @@ def _make_handler(server: BaselineServer) -> type[BaseHTTPRequestHandler]:
                     _error(api, 429, "rate limit reached (injected fault)"),
                     {"Retry-After": ra_text},
                 )
+                return
+            if fault and fault.kind == "400":
+                self._finish(entry, api, 400, _error(api, 400, "invalid request (injected fault)"))
                 return
             if fault and fault.kind == "500":
                 self._finish(entry, api, 500, _error(api, 500, "internal error (injected fault)"))

@@ -1,0 +1,377 @@
+"""The closed-loop protocol, driven over real HTTP through the openai SDK.
+
+Every test talks to the baseline server (``vical.agent.server``) running in
+a thread on a free port; nothing of ours is patched. The server records the
+JSON bodies it received, which is what the assertions read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+
+import pytest
+from test_agent_support import CLI_KWARGS, chat_user_texts, data_url_bytes, demo_clips, play
+
+from vical.agent import get_agent
+from vical.agent.parse import (
+    EMPTY,
+    ILLEGAL,
+    MISSING,
+    NOT_FIRST_LINE,
+    parse_action,
+    split_think,
+)
+from vical.agent.protocol import ApiKeyMissing, encode_jpeg, is_local_endpoint
+from vical.agent.replay import ReplayError, replay_requests
+from vical.agent.server import BaselineServer
+from vical.envs import make_env
+from vical.spec import get_task
+
+TASK = get_task("taxi/state0")
+LEGAL = TASK.action_names
+
+
+@pytest.fixture(scope="module")
+def server():
+    with BaselineServer(record_bodies=True, retry_after=1) as s:
+        yield s
+
+
+def chat_agent(server, model="random", **kw):
+    args = {**CLI_KWARGS, "endpoint": server.openai_base_url, "model": model}
+    args.update(kw)
+    args.setdefault("retry_base_delay", 0.001)
+    return get_agent("openai-chat", **args)
+
+
+def bodies_for(server, model):
+    return [r["body"] for r in server.requests if r.get("model") == model]
+
+
+# ------------------------------------------------------------------ parsing
+
+
+@pytest.mark.parametrize(
+    "text, action",
+    [
+        ("[Action:South]", "South"),
+        ("[Action:South]\nbecause the passenger is below", "South"),
+        ("\n  [Action: Pickup ]  \nreason", "Pickup"),
+        ("**[action:West]**", "West"),
+        ("<think>maybe North</think>\n[Action:North]\nok", None),  # raw text: think first
+    ],
+)
+def test_parse_accepts_marker_on_first_line(text, action):
+    if action is None:
+        answer, thought = split_think(text)
+        assert thought == "maybe North"
+        assert parse_action(answer, LEGAL).action == "North"
+    else:
+        assert parse_action(text, LEGAL).action == action
+
+
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ("", EMPTY),
+        ("   \n ", EMPTY),
+        ("I go South", MISSING),
+        ("Thinking...\n[Action:South]", NOT_FIRST_LINE),
+        ("[Action:south]", ILLEGAL),  # names match exactly, case included
+        ("[Action:Fly]", ILLEGAL),
+    ],
+)
+def test_parse_rejects(text, error):
+    p = parse_action(text, LEGAL)
+    assert p.action is None and p.error == error
+
+
+def test_parse_reports_conflicting_markers():
+    p = parse_action("[Action:South]\nor rather [Action:North]", LEGAL)
+    assert p.action == "South" and p.conflicting and p.markers == ["South", "North"]
+    assert not parse_action("[Action:South]\nyes [Action:South]", LEGAL).conflicting
+
+
+# ------------------------------------------------------------------ turn structure
+
+
+def test_first_turn_carries_task_demos_frame_and_no_system_message(server, tmp_path):
+    demos = demo_clips(TASK, [["North", "East"], ["South"]])
+    agent = chat_agent(server, model="turns-first")
+    played = play(agent, TASK, tmp_path, max_decisions=3, demos=demos)
+    assert len(played.actions) == 3
+    bodies = bodies_for(server, "turns-first")
+    assert len(bodies) == 3
+    first = bodies[0]["messages"]
+    assert [m["role"] for m in first] == ["user"]  # no system message
+    texts = "\n".join(chat_user_texts(first[0]))
+    assert TASK.env.paper_id in texts
+    assert TASK.env.rules.basic.strip() in texts
+    assert f"at most {TASK.max_steps} moves" in texts
+    assert "Legal actions: " + ", ".join(LEGAL) in texts
+    assert "[Action:<name>]" in texts
+    assert "reward" not in texts.lower()
+    # demonstrations as ordered JPEG frames, each clip introduced, then the start frame
+    parts = first[0]["content"]
+    images = [data_url_bytes(p["image_url"]["url"]) for p in parts if p["type"] == "image_url"]
+    expected = [f for d in demos for f in d.frames_jpeg]
+    assert [b for _, b in images[:-1]] == expected
+    assert all(m == "image/jpeg" for m, _ in images)
+    env = make_env(TASK)
+    assert images[-1][1] == encode_jpeg(env.reset())  # the current start frame, last
+    for i, d in enumerate(demos, start=1):
+        assert f"The next {d.n_frames} pictures are the frames of video {i}" in texts
+    # order: each intro sentence sits right before its clip's frames
+    kinds = [p["type"] if p["type"] != "text" else p["text"][:16] for p in parts]
+    first_img = kinds.index("image_url")
+    assert parts[first_img - 1]["text"].startswith("The next 3 pictures")
+
+
+def test_later_turns_append_previous_action_and_frame_keeping_history(server, tmp_path):
+    agent = chat_agent(server, model="turns-later")
+    played = play(agent, TASK, tmp_path, max_decisions=4)
+    bodies = bodies_for(server, "turns-later")
+    assert len(bodies) == 4
+    for k in range(1, 4):
+        prev, cur = bodies[k - 1]["messages"], bodies[k]["messages"]
+        assert cur[: len(prev)] == prev  # whole history kept, unchanged
+        reply, new = cur[len(prev) :]
+        assert reply["role"] == "assistant"
+        assert reply["content"].startswith(f"[Action:{played.actions[k - 1]}]")
+        assert new["role"] == "user"
+        assert played.actions[k - 1] in new["content"][0]["text"]
+        assert [p["type"] for p in new["content"]].count("image_url") == 1
+        assert all(m["role"] != "system" for m in cur)
+
+
+def test_usage_latency_and_reasoning_are_recorded(server, tmp_path):
+    played = play(chat_agent(server, model="turns-usage"), TASK, tmp_path, max_decisions=2)
+    responses = [r for r in played.records if r["type"] == "response"]
+    assert len(responses) == 2
+    for r in responses:
+        assert r["usage"]["input_tokens"] > 0 and r["usage"]["output_tokens"] > 0
+        assert r["latency_s"] >= 0
+        assert r["reasoning"].startswith("Read ")  # the server's visible reasoning
+        assert r["text"].startswith("[Action:")
+    for d in played.decisions:
+        assert d.usage["input_tokens"] > 0
+
+
+# ------------------------------------------------------------------ format retries
+
+
+def test_malformed_answers_retry_three_times_then_invalid_action(server, tmp_path):
+    played = play(chat_agent(server, model="fault-malformed"), TASK, tmp_path)
+    d = played.decisions[-1]
+    assert d.failure == "invalid_action" and played.actions == []
+    bodies = bodies_for(server, "fault-malformed")
+    assert len(bodies) == 4  # the first answer plus three retries
+    last = bodies[-1]["messages"]
+    retries = [m for m in last[1:] if m["role"] == "user"]
+    assert len(retries) == 3
+    for m in retries:
+        text = "\n".join(chat_user_texts(m))
+        assert "Legal actions: " + ", ".join(LEGAL) in text
+    rec = next(r for r in d.records if r["type"] == "decision")
+    assert rec["format_retries"] == 3 and rec["failure"] == "invalid_action"
+
+
+def test_malformed_then_recovers(server, tmp_path):
+    played = play(chat_agent(server, model="fault-malformed-2"), TASK, tmp_path, max_decisions=2)
+    assert len(played.actions) == 2
+    rec = next(r for r in played.decisions[0].records if r["type"] == "decision")
+    assert rec["format_retries"] == 2
+    parses = [r["parse"]["error"] for r in played.records if r["type"] == "response"]
+    assert parses == [MISSING, MISSING, None, None]
+
+
+def test_illegal_action_retry_names_the_bad_action(server, tmp_path):
+    played = play(chat_agent(server, model="fault-illegal-1"), TASK, tmp_path, max_decisions=1)
+    assert len(played.actions) == 1
+    second = bodies_for(server, "fault-illegal-1")[1]["messages"]
+    retry = "\n".join(chat_user_texts(second[-1]))
+    assert "'Teleport' is not a legal action" in retry
+
+
+def test_conflicting_markers_are_recorded(server, tmp_path):
+    played = play(chat_agent(server, model="fault-conflict"), TASK, tmp_path, max_decisions=2)
+    assert len(played.actions) == 2
+    for d in played.decisions:
+        rec = next(r for r in d.records if r["type"] == "decision")
+        assert len(rec["conflicting_actions"]) == 1
+        assert rec["conflicting_actions"][0][0] == d.action
+
+
+# ------------------------------------------------------------------ transport retries
+
+
+def test_429_waits_for_retry_after_and_resends_the_same_request(server, tmp_path):
+    t0 = time.perf_counter()
+    played = play(chat_agent(server, model="fault-429-once"), TASK, tmp_path, max_decisions=1)
+    elapsed = time.perf_counter() - t0
+    assert len(played.actions) == 1
+    assert elapsed >= 1.0  # Retry-After: 1, although the base backoff is 1 ms
+    err = next(r for r in played.records if r["type"] == "api_error")
+    assert err["status"] == 429 and err["retry_after"] == 1.0 and err["wait_s"] >= 1.0
+    rec = next(r for r in played.records if r["type"] == "decision")
+    assert rec["transport_retries"] == 1 and rec["format_retries"] == 0
+    statuses = [r["status"] for r in server.requests if r.get("model") == "fault-429-once"]
+    assert statuses == [429, 200]
+    b = bodies_for(server, "fault-429-once")
+    assert b[0] == b[1]
+
+
+def test_persistent_500_ends_with_api_error_after_three_retries(server, tmp_path):
+    played = play(chat_agent(server, model="fault-500-always"), TASK, tmp_path)
+    assert played.decisions[-1].failure == "api_error"
+    statuses = [r["status"] for r in server.requests if r.get("model") == "fault-500-always"]
+    assert statuses == [500] * 4
+    waits = [r["wait_s"] for r in played.records if r["type"] == "api_error" and "wait_s" in r]
+    assert len(waits) == 3 and all(w > 0 for w in waits)
+
+
+def test_burst_of_500s_is_absorbed(server, tmp_path):
+    played = play(chat_agent(server, model="fault-500-3"), TASK, tmp_path, max_decisions=2)
+    assert len(played.actions) == 2
+    rec = next(r for r in played.decisions[0].records if r["type"] == "decision")
+    assert rec["transport_retries"] == 3
+
+
+def test_client_errors_are_not_retried(server, tmp_path):
+    played = play(chat_agent(server, model="fault-400"), TASK, tmp_path)
+    assert played.decisions[-1].failure == "api_error"
+    assert [r["status"] for r in server.requests if r.get("model") == "fault-400"] == [400]
+
+
+def test_context_length_error_is_token_overflow_with_progress_kept(server, tmp_path):
+    played = play(
+        chat_agent(server, model="fault-context-length-after-2"),
+        TASK,
+        tmp_path,
+        max_decisions=5,
+    )
+    assert len(played.actions) == 2
+    assert played.decisions[-1].failure == "token_overflow"
+    err = next(r for r in played.records if r["type"] == "api_error")
+    assert err["kind"] == "context_length" and err["status"] == 400
+    # the progress made stays with the env; one request only for the overflowing turn
+    statuses = [
+        r["status"] for r in server.requests if r.get("model") == "fault-context-length-after-2"
+    ]
+    assert statuses == [200, 200, 400]
+    env = make_env(TASK)
+    env.reset()
+    for a in played.actions:
+        env.step(a)
+    assert played.score == env.score()
+
+
+# ------------------------------------------------------------------ logs and replay
+
+
+def test_media_stored_once_by_sha256(server, tmp_path):
+    demos = demo_clips(TASK, [["North"]])
+    # Taxi at its start: bumping a wall repeats the same frame
+    played = play(chat_agent(server, model="first"), TASK, tmp_path, max_decisions=4, demos=demos)
+    assert len(played.actions) == 4
+    files = sorted((tmp_path / "media").iterdir())
+    for f in files:
+        assert f.stem == hashlib.sha256(f.read_bytes()).hexdigest()
+    emitted = [sha for d in played.decisions for sha in d.media]
+    assert len(emitted) == len(set(emitted)) == len(files)
+    refs = [
+        p["sha256"]
+        for r in played.records
+        if r["type"] == "request"
+        for m in r["append"]
+        for p in m["content"]
+        if "sha256" in p
+    ]
+    assert set(refs) == {f.stem for f in files}
+    assert len(refs) > len(set(refs))  # some frame repeated, stored once
+
+
+def test_replay_reproduces_the_exact_request_sequence(server, tmp_path):
+    demos = demo_clips(TASK, [["North", "East"]])
+    model = "fault-malformed-1"
+    play(chat_agent(server, model=model), TASK, tmp_path / "a", max_decisions=3, demos=demos)
+    model2 = "fault-429-once"  # counts already used above: use a fresh server for resends
+    with BaselineServer(record_bodies=True, retry_after=0) as s2:
+        agent = chat_agent(s2, model=model2, temperature=0.2, max_output_tokens=99)
+        play(agent, TASK, tmp_path / "b", max_decisions=2, demos=demos)
+        sent_b = [r["body"] for r in s2.requests]
+    sent_a = bodies_for(server, model)
+    assert len(sent_a) == 4  # one format retry
+    assert replay_requests(tmp_path / "a") == sent_a
+    assert len(sent_b) == 3  # one resend after the 429
+    assert replay_requests(tmp_path / "b") == sent_b
+    # a tampered media file is detected, not replayed
+    victim = next((tmp_path / "a" / "media").iterdir())
+    victim.write_bytes(b"tampered")
+    with pytest.raises(ReplayError):
+        replay_requests(tmp_path / "a")
+
+
+# ------------------------------------------------------------------ keys and settings
+
+
+def test_key_is_used_but_never_recorded(server, tmp_path, monkeypatch):
+    secret = "sk-vical-test-" + "9f3c2e1d" * 4
+    monkeypatch.setenv("VICAL_TEST_KEY", secret)
+    agent = chat_agent(server, model="keyed", api_key_env="VICAL_TEST_KEY")
+    played = play(agent, TASK, tmp_path, max_decisions=2)
+    assert len(played.actions) == 2
+    settings = agent.settings()
+    assert settings["api_key_env"] == "VICAL_TEST_KEY"
+    assert secret not in json.dumps(settings)
+    for f in tmp_path.rglob("*"):
+        if f.is_file():
+            assert secret.encode() not in f.read_bytes(), f
+    assert set(CLI_KWARGS) - {"api_key_env"} <= set(settings)
+
+
+def test_missing_key_names_the_variable(monkeypatch):
+    monkeypatch.delenv("VICAL_NO_SUCH_KEY", raising=False)
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    with pytest.raises(ApiKeyMissing, match="VICAL_NO_SUCH_KEY"):
+        get_agent(
+            "openai-chat",
+            endpoint="https://api.example.org/v1",
+            model="m",
+            api_key_env="VICAL_NO_SUCH_KEY",
+        )
+    # an explicitly named variable must exist even for a local server
+    with pytest.raises(ApiKeyMissing, match="VICAL_NO_SUCH_KEY"):
+        get_agent(
+            "openai-chat",
+            endpoint="http://127.0.0.1:9/v1",
+            model="m",
+            api_key_env="VICAL_NO_SUCH_KEY",
+        )
+    # the default variable, unset, is an error for a remote endpoint ...
+    with pytest.raises(ApiKeyMissing, match="OPENROUTER_API_KEY"):
+        get_agent("openrouter", model="m")
+    # ... and not for a local one
+    assert get_agent("openrouter", endpoint="http://localhost:9/v1", model="m")
+
+
+def test_model_is_required():
+    with pytest.raises(ValueError, match="--model"):
+        get_agent("openai-chat", endpoint="http://127.0.0.1:9/v1")
+
+
+@pytest.mark.parametrize(
+    "url, local",
+    [
+        ("http://127.0.0.1:8000/v1", True),
+        ("http://localhost:11434/v1", True),
+        ("http://[::1]:8000", True),
+        ("https://api.openai.com/v1", False),
+        ("http://10.0.0.5:8000/v1", False),
+        (None, False),
+    ],
+)
+def test_local_endpoint_detection(url, local):
+    assert is_local_endpoint(url) is local
