@@ -380,6 +380,139 @@ def report_cmd(
     _report(runs, out)
 
 
+# ---------------------------------------------------------------------------
+# keys, bundles, verification, leaderboard
+# ---------------------------------------------------------------------------
+leaderboard_app = typer.Typer(
+    help="Maintain the leaderboard of verified bundles.", no_args_is_help=True
+)
+app.add_typer(leaderboard_app, name="leaderboard")
+
+
+@app.command("keygen")
+def keygen_cmd(
+    out: Path = typer.Option(
+        ..., "--out", help="Private key file; the public key goes to OUT.pub."
+    ),
+    force: bool = typer.Option(False, "--force", help="Replace existing key files."),
+) -> None:
+    """Create an Ed25519 signing key pair for results bundles (private key mode 0600)."""
+    from vical.submit.keys import KeyError_, keygen
+
+    try:
+        priv, pub = keygen(out, overwrite=force)
+    except KeyError_ as e:
+        fail(str(e))
+    console.print(
+        f"private key: {priv} (keep it secret)\npublic key:  {pub} (send it to the "
+        "maintainers with your first bundle)"
+    )
+
+
+@app.command("submit")
+def submit_cmd(
+    run: Path = typer.Argument(..., help="Run folder written by `vical eval`."),
+    key: Path = typer.Option(..., "--key", help="Private key from `vical keygen`."),
+    out: Path = typer.Option(Path("bundle.tar.gz"), "--out", "-o", help="Bundle file to write."),
+    team: str = typer.Option(None, "--team", help="Team name (default: $USER)."),
+    model: str = typer.Option(None, "--model", help="Model name shown on the leaderboard."),
+    partial: bool = typer.Option(
+        False, "--partial", help="Bundle a run that does not cover every task."
+    ),
+) -> None:
+    """Pack a run's results, logs and media with a signed manifest into a bundle."""
+    from vical.submit.bundle import BundleError, make_bundle
+    from vical.submit.keys import KeyError_
+
+    try:
+        m = make_bundle(
+            run,
+            key,
+            out,
+            team=team or os.environ.get("USER", "anonymous"),
+            partial=partial,
+            model=model,
+        )
+    except (BundleError, KeyError_, FileNotFoundError) as e:
+        fail(str(e))
+    console.print(
+        f"bundle {out}: {len(m['files'])} files, "
+        f"{'partial' if m['partial'] else 'complete'}, overall score "
+        f"{m['summary']['columns']['All']['score']:.1f}"
+    )
+
+
+def _print_verdict(v) -> None:
+    for e in v.episodes:
+        if not e.ok:
+            err.print(f"[red]MISMATCH[/] {e.episode}: {'; '.join(e.problems)}")
+    n_bad = len(v.mismatches)
+    status = "[green]PASS[/]" if v.ok else "[red]FAIL[/]"
+    console.print(
+        f"{status}: {len(v.episodes) - n_bad}/{len(v.episodes)} episodes replay "
+        f"exactly; signer {v.signer}; {'partial' if v.partial else 'complete'} "
+        "coverage"
+    )
+
+
+@app.command("verify")
+def verify_cmd(
+    bundle: Path = typer.Argument(..., help="Bundle (.tar.gz) to verify."),
+    pubkey: list[Path] = typer.Option(
+        None, "--pubkey", help="Trusted public key(s); default: submissions/keys/*.pub"
+    ),
+    workers: int = typer.Option(None, "--workers", "-j", min=1, help="Parallel replays."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print every episode verdict."),
+) -> None:
+    """Check a bundle: safe unpack, signature, schema, coverage, then replay every episode."""
+    from vical.submit.verify import VerifyError, verify_bundle
+
+    try:
+        v = verify_bundle(bundle, pubkeys=pubkey or None, workers=workers)
+    except VerifyError as e:
+        fail(f"{bundle}: {e}", code=1)
+    if verbose:
+        for e in v.episodes:
+            console.print(f"{'ok' if e.ok else 'MISMATCH'}\t{e.episode}")
+    _print_verdict(v)
+    if not v.ok:
+        raise typer.Exit(1)
+
+
+@leaderboard_app.command("add")
+def leaderboard_add(
+    bundle: Path = typer.Argument(..., help="Bundle to verify and add."),
+    pubkey: list[Path] = typer.Option(None, "--pubkey", help="Trusted public key(s)."),
+    submissions: Path = typer.Option(
+        Path("submissions"), "--submissions", help="Folder of verified summaries."
+    ),
+    workers: int = typer.Option(None, "--workers", "-j", min=1, help="Parallel replays."),
+) -> None:
+    """Verify a bundle and, only if it passes, store its summary under submissions/."""
+    from vical.submit.leaderboard import LeaderboardError, add
+    from vical.submit.verify import VerifyError
+
+    try:
+        path = add(bundle, pubkeys=pubkey or None, submissions=submissions, workers=workers)
+    except (VerifyError, LeaderboardError) as e:
+        fail(str(e), code=1)
+    console.print(f"verified and added: {path}")
+
+
+@leaderboard_app.command("build")
+def leaderboard_build(
+    out: Path = typer.Option(Path("site"), "--out", "-o", help="Folder for the static site."),
+    submissions: Path = typer.Option(
+        Path("submissions"), "--submissions", help="Folder of verified summaries."
+    ),
+) -> None:
+    """Generate leaderboard.json, leaderboard.md and a self-contained index.html."""
+    from vical.submit.leaderboard import build
+
+    index = build(out, submissions)
+    console.print(f"leaderboard written to {index}")
+
+
 def main() -> None:
     app()
 

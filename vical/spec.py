@@ -8,6 +8,7 @@ rule, tags, rules text, and the list of task variants built on it.
 from __future__ import annotations
 
 import hashlib
+import os
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -15,7 +16,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-TASKS_DIR = Path(__file__).parent / "tasks"
+# The embedded task data; VICAL_TASKS_DIR points at another folder of task files.
+TASKS_DIR = Path(os.environ.get("VICAL_TASKS_DIR") or Path(__file__).parent / "tasks")
 
 EnvType = Literal["Maze", "Shooter", "Control", "Dodge", "Collect", "Sport"]
 ENV_TYPES: tuple[str, ...] = ("Maze", "Shooter", "Control", "Dodge", "Collect", "Sport")

@@ -1,0 +1,250 @@
+"""Bundles, signatures, replay verification, tamper resistance and the leaderboard."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from vical.run import run_eval
+from vical.spec import select_tasks
+from vical.submit import leaderboard
+from vical.submit.bundle import BundleError, make_bundle
+from vical.submit.keys import key_id, keygen, load_private, public_pem, sign
+from vical.submit.verify import VerifyError, safe_extract, verify_bundle
+
+TASKS = "taxi/state0,taxi/state1,cartpole/seed41,cliffwalking/base"
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    d = tmp_path_factory.mktemp("submit")
+    priv, pub = keygen(d / "keys" / "team")
+    run_eval(select_tasks(TASKS), d / "run", runs=1, workers=1, progress=False, save_frames=False)
+    bundle = d / "bundle.tar.gz"
+    make_bundle(d / "run", priv, bundle, team="Team A", partial=True)
+    return d, priv, pub, bundle
+
+
+def unpack(bundle: Path, dest: Path) -> Path:
+    safe_extract(bundle, dest)
+    return dest / "bundle"
+
+
+def repack(root: Path, out: Path, rehash: bool = False, resign_key: Path | None = None) -> Path:
+    """Re-create a bundle from a folder, optionally re-hashing and re-signing the manifest."""
+    manifest = json.loads((root / "manifest.json").read_text())
+    if rehash:
+        import hashlib
+
+        manifest["files"] = {
+            p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*"))
+            if p.is_file()
+            and p.relative_to(root).as_posix() not in ("manifest.json", "manifest.sig")
+        }
+        (root / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    if resign_key is not None:
+        key = load_private(resign_key)
+        mbytes = (root / "manifest.json").read_bytes()
+        sig = {
+            "key_id": key_id(key.public_key()),
+            "public_key": public_pem(key.public_key()).decode(),
+            "signature": sign(key, mbytes),
+            "algorithm": "ed25519",
+        }
+        (root / "manifest.sig").write_text(json.dumps(sig))
+    with tarfile.open(out, "w:gz") as tar:
+        tar.add(root, arcname="bundle")
+    return out
+
+
+def first_episode(root: Path) -> Path:
+    return sorted((root / "run" / "episodes").iterdir())[0]
+
+
+def test_keygen_modes(setup):
+    d, priv, pub, _ = setup
+    assert (priv.stat().st_mode & 0o777) == 0o600
+    assert pub.read_text().startswith("-----BEGIN PUBLIC KEY-----")
+
+
+def test_round_trip_verifies(setup):
+    d, _, pub, bundle = setup
+    v = verify_bundle(bundle, pubkeys=[pub], workers=1, progress=False)
+    assert v.ok and v.partial and len(v.episodes) == 4
+
+
+def test_incomplete_run_refused_without_partial(setup):
+    d, priv, _, _ = setup
+    with pytest.raises(BundleError, match="missing .* task"):
+        make_bundle(d / "run", priv, d / "x.tar.gz", team="t")
+
+
+def test_changed_byte_in_log_rejected(setup, tmp_path):
+    d, _, pub, bundle = setup
+    root = unpack(bundle, tmp_path / "u")
+    log = first_episode(root) / "log.jsonl"
+    data = bytearray(log.read_bytes())
+    data[10] ^= 1
+    log.write_bytes(bytes(data))
+    bad = repack(root, tmp_path / "bad.tar.gz")
+    with pytest.raises(VerifyError, match=r"sha256 mismatch.*log\.jsonl"):
+        verify_bundle(bad, pubkeys=[pub], progress=False)
+
+
+def _edit_score(root: Path, score: float) -> None:
+    p = first_episode(root) / "eval_result.json"
+    r = json.loads(p.read_text())
+    r["score"] = score
+    p.write_text(json.dumps(r))
+
+
+def test_rehashed_but_not_resigned_rejected(setup, tmp_path):
+    d, _, pub, bundle = setup
+    root = unpack(bundle, tmp_path / "u")
+    _edit_score(root, 99.0)
+    bad = repack(root, tmp_path / "bad.tar.gz", rehash=True)
+    with pytest.raises(VerifyError, match="signature does not match"):
+        verify_bundle(bad, pubkeys=[pub], progress=False)
+
+
+def test_unknown_key_rejected(setup, tmp_path):
+    d, _, pub, bundle = setup
+    other, _ = keygen(tmp_path / "other")
+    root = unpack(bundle, tmp_path / "u")
+    bad = repack(root, tmp_path / "bad.tar.gz", resign_key=other)
+    with pytest.raises(VerifyError, match="unknown key"):
+        verify_bundle(bad, pubkeys=[pub], progress=False)
+
+
+def test_fabricated_score_with_valid_signature_caught_by_replay(setup, tmp_path):
+    d, priv, pub, bundle = setup
+    root = unpack(bundle, tmp_path / "u")
+    _edit_score(root, 100.0)
+    bad = repack(root, tmp_path / "bad.tar.gz", rehash=True, resign_key=priv)
+    v = verify_bundle(bad, pubkeys=[pub], workers=1, progress=False)
+    assert not v.ok
+    (ep,) = v.mismatches
+    assert any("score claimed 100.0" in p for p in ep.problems)
+
+
+def test_missing_episode_rejected(setup, tmp_path):
+    d, priv, pub, bundle = setup
+    root = unpack(bundle, tmp_path / "u")
+    shutil.rmtree(first_episode(root))
+    bad = repack(root, tmp_path / "bad.tar.gz", rehash=True, resign_key=priv)
+    with pytest.raises(VerifyError, match="missing-task list"):
+        verify_bundle(bad, pubkeys=[pub], progress=False)
+
+
+def _tar_with(tmp_path: Path, add) -> Path:
+    p = tmp_path / "evil.tar.gz"
+    with tarfile.open(p, "w:gz") as tar:
+        add(tar)
+    return p
+
+
+def _file(tar, name, data=b"x"):
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    tar.addfile(info, io.BytesIO(data))
+
+
+@pytest.mark.parametrize(
+    "kind,message",
+    [
+        ("dotdot", "'..'"),
+        ("absolute", "absolute path"),
+        ("symlink", "link in archive"),
+        ("bomb", "exceeds"),
+    ],
+)
+def test_hostile_archives_rejected(tmp_path, kind, message):
+    def add(tar):
+        if kind == "dotdot":
+            _file(tar, "bundle/../../etc/evil")
+        elif kind == "absolute":
+            _file(tar, "/tmp/evil")
+        elif kind == "symlink":
+            info = tarfile.TarInfo("bundle/link")
+            info.type = tarfile.SYMTYPE
+            info.linkname = "/etc/passwd"
+            tar.addfile(info)
+        else:
+            _file(tar, "bundle/big", b"\0" * 4096)
+
+    p = _tar_with(tmp_path, add)
+    with pytest.raises(VerifyError, match=message):
+        safe_extract(p, tmp_path / "out", max_bytes=1024)
+    assert not (tmp_path / "out" / "bundle" / "big").exists() or kind != "bomb"
+
+
+def test_leaderboard_add_and_build(setup, tmp_path):
+    d, _, pub, bundle = setup
+    subs = tmp_path / "submissions"
+    entry = leaderboard.add(bundle, pubkeys=[pub], submissions=subs, workers=1, progress=False)
+    data = json.loads(entry.read_text())
+    assert data["verified"] and data["team"] == "Team A"
+    index = leaderboard.build(tmp_path / "site", subs)
+    page = index.read_text()
+    assert "Team A" in page and "Human (paper)" in page
+    board = json.loads((tmp_path / "site" / "leaderboard.json").read_text())
+    assert board["entries"][0]["id"] == data["id"]
+
+
+def test_leaderboard_refuses_fabricated_bundle(setup, tmp_path):
+    d, priv, pub, bundle = setup
+    root = unpack(bundle, tmp_path / "u")
+    _edit_score(root, 100.0)
+    bad = repack(root, tmp_path / "bad.tar.gz", rehash=True, resign_key=priv)
+    with pytest.raises(leaderboard.LeaderboardError, match="failed replay"):
+        leaderboard.add(bad, pubkeys=[pub], submissions=tmp_path / "s", workers=1, progress=False)
+    assert not (tmp_path / "s").exists() or not list((tmp_path / "s").iterdir())
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium not installed (.ci/run installs it)")
+def test_leaderboard_page_in_headless_chromium(setup, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    d, _, pub, bundle = setup
+    subs = tmp_path / "submissions"
+    leaderboard.add(bundle, pubkeys=[pub], submissions=subs, workers=1, progress=False)
+    index = leaderboard.build(tmp_path / "site", subs)
+    errors: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        page = browser.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(index.as_uri())
+        names = page.locator("#board tbody tr td.name").all_inner_texts()
+        assert len(names) == 3 and any("Team A" in n for n in names)
+        assert "Human (paper)" in names and "Random (paper)" in names
+        # sort by overall score (the "All" S column): first click sorts descending
+        col = page.locator("#board thead th[data-col]").filter(has_text="S").last
+        col.click()
+        ordered = page.locator("#board tbody tr td.name").all_inner_texts()
+        assert ordered[0] == "Human (paper)"
+        col.click()
+        ordered = page.locator("#board tbody tr td.name").all_inner_texts()
+        assert ordered[-1] == "Human (paper)"
+        page.screenshot(path=str(tmp_path / "board.png"))
+        browser.close()
+    assert not errors

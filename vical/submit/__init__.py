@@ -1,0 +1,1 @@
+"""Signed results bundles, replay verification and the leaderboard."""

@@ -1,0 +1,183 @@
+"""``vical submit``: pack a run into a signed results bundle.
+
+A bundle is a gzip tar with one top folder ``bundle/``::
+
+    bundle/manifest.json   files (path -> sha256), fingerprint, submitter, summary
+    bundle/manifest.sig    JSON: key id, public key (PEM), Ed25519 signature of manifest.json
+    bundle/run/manifest.json
+    bundle/run/episodes/<env>__<variant>__r<k>/eval_result.json, log.jsonl, media/...
+
+Frames and trajectory sheets are left out: replay regenerates every frame, and
+each result carries the sha256 of every frame it showed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import sys
+import tarfile
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from vical import __version__
+from vical.run.results import RunManifest, load_results
+from vical.spec import all_tasks, tasks_digest
+from vical.submit.keys import key_id, load_private, public_pem, sign
+
+BUNDLE_FORMAT = 1
+TOP = "bundle"
+EPISODE_FILES = ("eval_result.json", "log.jsonl")
+# the lock ships inside the wheel; an editable checkout reads it from the repository root
+_PKG_LOCK = Path(__file__).resolve().parents[1] / "requirements.lock"
+LOCK_FILE = _PKG_LOCK if _PKG_LOCK.exists() else _PKG_LOCK.parents[1] / "requirements.lock"
+
+
+class BundleError(ValueError):
+    """The run cannot be bundled; the message says why and what to do."""
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def locked_versions(lock: Path = LOCK_FILE) -> dict[str, str]:
+    """Installed versions of every package the lock file pins (name -> version or 'missing')."""
+    if not lock.exists():
+        return {}
+    out = {}
+    for line in lock.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "==" not in line:
+            continue
+        name = line.split("==")[0].strip()
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "missing"
+    return out
+
+
+def fingerprint() -> dict[str, Any]:
+    """Everything that determines how episodes replay: versions, ROMs, task data, image."""
+    from vical.run.runner import image_info
+
+    fp: dict[str, Any] = {
+        "vical_version": __version__,
+        "python": sys.version.split()[0],
+        "packages": locked_versions(),
+        "lock_sha256": sha256_bytes(LOCK_FILE.read_bytes()) if LOCK_FILE.exists() else None,
+        "tasks_digest": tasks_digest(),
+        "image": image_info(),
+    }
+    try:
+        from vical.envs.ale import rom_md5s
+
+        fp["rom_md5"] = rom_md5s()
+    except ImportError:
+        fp["rom_md5"] = None
+    return fp
+
+
+def missing_episodes(run_dir: Path) -> list[str]:
+    """Tasks of this vical version without a finished episode in the run."""
+    done = {r.task_id for r in load_results(run_dir)}
+    return [t.id for t in all_tasks() if t.id not in done]
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mtime = 0
+    info.mode = 0o644
+    info.uname = info.gname = ""
+    tar.addfile(info, io.BytesIO(data))
+
+
+def collect_files(run_dir: Path) -> dict[str, bytes]:
+    """The run files a bundle carries, keyed by their path inside ``bundle/``."""
+    files: dict[str, bytes] = {"run/manifest.json": (run_dir / "manifest.json").read_bytes()}
+    for ep in sorted((run_dir / "episodes").iterdir()):
+        if not (ep / "eval_result.json").exists():
+            continue
+        for name in EPISODE_FILES:
+            p = ep / name
+            if p.exists():
+                files[f"run/episodes/{ep.name}/{name}"] = p.read_bytes()
+        media = ep / "media"
+        if media.is_dir():
+            for m in sorted(media.iterdir()):
+                files[f"run/episodes/{ep.name}/media/{m.name}"] = m.read_bytes()
+    return files
+
+
+def make_bundle(
+    run_dir: Path,
+    key_path: Path,
+    out: Path,
+    team: str,
+    partial: bool = False,
+    model: str | None = None,
+) -> dict[str, Any]:
+    """Pack and sign ``run_dir``; returns the bundle manifest."""
+    run_dir = Path(run_dir)
+    if not (run_dir / "manifest.json").exists():
+        raise BundleError(f"{run_dir}: no manifest.json; is this a `vical eval` run folder?")
+    run_manifest = RunManifest.model_validate_json((run_dir / "manifest.json").read_text())
+    if run_manifest.tasks_digest != tasks_digest():
+        raise BundleError(
+            f"{run_dir} was run on task data {run_manifest.tasks_digest[:12]}, but this vical "
+            f"has {tasks_digest()[:12]}; re-run the evaluation with this version"
+        )
+    missing = missing_episodes(run_dir)
+    if missing and not partial:
+        shown = ", ".join(missing[:20]) + (" ..." if len(missing) > 20 else "")
+        raise BundleError(
+            f"{run_dir} is missing {len(missing)} task(s) for leaderboard eligibility: {shown}. "
+            "Finish the run (re-run `vical eval` with the same --out), or pass --partial"
+        )
+    key = load_private(key_path)
+    files = collect_files(run_dir)
+    from vical.report.table import build_report
+
+    summary = build_report(load_results(run_dir), run_manifest.run_id).model_dump()
+    settings = run_manifest.agent_settings
+    manifest = {
+        "format": BUNDLE_FORMAT,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "partial": bool(missing),
+        "missing_tasks": missing,
+        "submitter": {
+            "team": team,
+            "model": model or settings.get("model") or run_manifest.agent,
+            "endpoint_kind": run_manifest.agent,
+            "generation": {
+                k: v for k, v in settings.items() if k not in ("endpoint", "api_key", "api_key_env")
+            },
+            "date": run_manifest.created_at,
+        },
+        "fingerprint": fingerprint(),
+        "summary": summary,
+        "files": {p: sha256_bytes(b) for p, b in sorted(files.items())},
+    }
+    mbytes = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
+    pub = key.public_key()
+    sig = {
+        "key_id": key_id(pub),
+        "public_key": public_pem(pub).decode(),
+        "signature": sign(key, mbytes),
+        "algorithm": "ed25519",
+    }
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        _add(tar, f"{TOP}/manifest.json", mbytes)
+        _add(tar, f"{TOP}/manifest.sig", (json.dumps(sig, indent=2) + "\n").encode())
+        for p, data in sorted(files.items()):
+            _add(tar, f"{TOP}/{p}", data)
+    tmp.replace(out)
+    return manifest

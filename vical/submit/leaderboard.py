@@ -1,0 +1,247 @@
+"""The leaderboard: verified submission summaries in ``submissions/`` and a static site.
+
+``add`` stores a summary only after the bundle verifies, and recomputes every
+number from the replayed results (never from the bundle's own summary).
+``build`` writes ``leaderboard.json``, ``leaderboard.md`` and a self-contained
+``index.html`` (sortable columns, category breakdown, reference rows) plus one
+report page per submission.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from vical.paper import TABLE1_COLUMNS, TABLE1_REFERENCE
+from vical.report.table import build_report, render_markdown
+from vical.run.results import atomic_write_bytes
+from vical.submit.verify import DEFAULT_KEYRING, verify_bundle
+
+SUBMISSIONS = Path("submissions")
+
+
+class LeaderboardError(ValueError):
+    pass
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "submission"
+
+
+def add(
+    bundle: Path,
+    pubkeys: list[Path] | None = None,
+    keyring: Path | None = DEFAULT_KEYRING,
+    submissions: Path = SUBMISSIONS,
+    workers: int | None = None,
+    progress: bool = True,
+) -> Path:
+    """Verify ``bundle`` and store its summary; returns the summary file."""
+    verdict = verify_bundle(
+        bundle, pubkeys=pubkeys, keyring=keyring, workers=workers, progress=progress
+    )
+    if not verdict.ok:
+        bad = ", ".join(e.episode for e in verdict.mismatches[:5])
+        raise LeaderboardError(f"{bundle} failed replay verification ({bad}); not added")
+    m = verdict.manifest
+    sub = m["submitter"]
+    digest = hashlib.sha256(Path(bundle).read_bytes()).hexdigest()
+    sid = f"{_slug(sub['team'])}--{_slug(str(sub['model']))}--{digest[:8]}"
+    report = build_report(verdict.results, sid)
+    entry = {
+        "id": sid,
+        "team": sub["team"],
+        "model": sub["model"],
+        "endpoint_kind": sub["endpoint_kind"],
+        "generation": sub.get("generation", {}),
+        "date": sub.get("date"),
+        "verified_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "verified": True,
+        "partial": verdict.partial,
+        "signer": verdict.signer,
+        "bundle_sha256": digest,
+        "vical_version": m["fingerprint"].get("vical_version"),
+        "report": report.model_dump(),
+    }
+    out = Path(submissions) / f"{sid}.json"
+    atomic_write_bytes(out, (json.dumps(entry, indent=2, sort_keys=True) + "\n").encode())
+    return out
+
+
+def load_entries(submissions: Path = SUBMISSIONS) -> list[dict[str, Any]]:
+    entries = []
+    for p in sorted(Path(submissions).glob("*.json")):
+        entries.append(json.loads(p.read_text()))
+    entries.sort(key=lambda e: -(e["report"]["columns"]["All"]["score"] or 0.0))
+    return entries
+
+
+def _rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for e in entries:
+        cols = e["report"]["columns"]
+        rows.append(
+            {
+                "name": f"{e['model']} ({e['team']})",
+                "id": e["id"],
+                "date": e.get("date") or "",
+                "verified": e.get("verified", False),
+                "partial": e.get("partial", False),
+                "reference": False,
+                "cells": [(cols[c]["score"], cols[c]["pass_rate"]) for c in TABLE1_COLUMNS],
+            }
+        )
+    for label, vals in TABLE1_REFERENCE.items():
+        rows.append(
+            {
+                "name": label,
+                "id": None,
+                "date": "",
+                "verified": False,
+                "partial": False,
+                "reference": True,
+                "cells": [(float(s), float(p)) for s, p in vals],
+            }
+        )
+    return rows
+
+
+def _num(x: float | None, d: int = 1) -> str:
+    return "–" if x is None else f"{x:.{d}f}"
+
+
+PAGE_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;color:#111}
+table{border-collapse:collapse;font-size:13px}
+th,td{border:1px solid #ccc;padding:4px 6px;text-align:right}
+th{background:#f2f2f2;cursor:pointer;user-select:none}
+td.name,th.name{text-align:left}
+tr.reference td{font-style:italic;color:#555;background:#fafafa}
+.group th{cursor:default}
+.ok{color:#0a7a0a;font-weight:bold}
+"""
+
+SORT_JS = """
+document.querySelectorAll('table.sortable').forEach(function(t){
+  t.querySelectorAll('th[data-col]').forEach(function(th){
+    th.addEventListener('click',function(){
+      var col=+th.dataset.col, asc=th.dataset.dir!=='desc';
+      th.dataset.dir=asc?'desc':'asc';
+      var body=t.tBodies[0], rows=Array.from(body.rows);
+      rows.sort(function(a,b){
+        var x=a.cells[col].dataset.v, y=b.cells[col].dataset.v;
+        var nx=parseFloat(x), ny=parseFloat(y);
+        if(!isNaN(nx)&&!isNaN(ny)) return asc?ny-nx:nx-ny;
+        return asc?String(x).localeCompare(y):String(y).localeCompare(x);
+      });
+      rows.forEach(function(r){body.appendChild(r);});
+    });
+  });
+});
+"""
+
+
+def render_html(entries: list[dict[str, Any]]) -> str:
+    rows = _rows(entries)
+    esc = html.escape
+    head1 = [
+        '<th class="name" rowspan="2" data-col="0">Model</th>',
+        '<th rowspan="2" data-col="1">Date</th>',
+        '<th rowspan="2" data-col="2">Verified</th>',
+    ]
+    head2 = []
+    col = 3
+    for c in TABLE1_COLUMNS:
+        head1.append(f'<th colspan="2" class="grp">{esc(c)}</th>')
+        head2.append(f'<th data-col="{col}">S</th><th data-col="{col + 1}">P%</th>')
+        col += 2
+    body = []
+    for r in rows:
+        name = esc(r["name"])
+        if r["id"]:
+            name = f'<a href="reports/{esc(r["id"])}.html">{name}</a>'
+        if r["partial"]:
+            name += " (partial)"
+        verified = '<span class="ok">✓ verified</span>' if r["verified"] else ""
+        tds = [
+            f'<td class="name" data-v="{esc(r["name"])}">{name}</td>',
+            f'<td data-v="{esc(r["date"])}">{esc(r["date"][:10])}</td>',
+            f'<td data-v="{int(r["verified"])}">{verified}</td>',
+        ]
+        for s, p in r["cells"]:
+            tds.append(f'<td data-v="{"" if s is None else s}">{_num(s)}</td>')
+            tds.append(f'<td data-v="{"" if p is None else p}">{_num(p, 0)}</td>')
+        cls = ' class="reference"' if r["reference"] else ""
+        body.append(f"<tr{cls}>" + "".join(tds) + "</tr>")
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>V-ICAL leaderboard</title>"
+        f"<style>{PAGE_CSS}</style></head><body>"
+        "<h1>V-ICAL leaderboard</h1>"
+        "<p>S: normalized score (0–100); P%: pass rate. Environment means weighted "
+        "equally. Verified rows were replayed action by action in the simulator. Click a "
+        "column header to sort. Reference rows (italic) are the paper's random and "
+        "human scores.</p>"
+        f'<table class="sortable" id="board"><thead><tr>{"".join(head1)}</tr>'
+        f"<tr>{''.join(head2)}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        f"<script>{SORT_JS}</script></body></html>\n"
+    )
+
+
+def _report_page(entry: dict[str, Any]) -> str:
+    from vical.report.table import RunReport
+
+    md = render_markdown([RunReport.model_validate(entry["report"])], reference=False)
+    esc = html.escape
+    rows = "".join(
+        f"<tr><td class='name'>{esc(e['env'])}</td><td>{e['score']:.1f}</td>"
+        f"<td>{e['pass_rate']:.0f}</td><td>{e['n_tasks']}</td></tr>"
+        for e in entry["report"]["envs"]
+    )
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(entry['id'])}</title>"
+        f"<style>{PAGE_CSS}</style></head><body><h1>{esc(str(entry['model']))} "
+        f"({esc(entry['team'])})</h1><p>bundle sha256 {esc(entry['bundle_sha256'])}, signer "
+        f"{esc(entry['signer'])}, verified {esc(entry['verified_at'])}</p>"
+        "<table><tr><th class='name'>Environment</th><th>S</th><th>P%</th><th>tasks</th></tr>"
+        f"{rows}</table><pre>{esc(md)}</pre><p><a href='../index.html'>back</a></p>"
+        "</body></html>\n"
+    )
+
+
+def render_markdown_board(entries: list[dict[str, Any]]) -> str:
+    head = (
+        "| Model | Date | Verified | "
+        + " | ".join(f"{c} S | {c} P%" for c in TABLE1_COLUMNS)
+        + " |"
+    )
+    lines = [
+        "# V-ICAL leaderboard",
+        "",
+        head,
+        "|---|---|---|" + "---:|" * (2 * len(TABLE1_COLUMNS)),
+    ]
+    for r in _rows(entries):
+        cells = " | ".join(f"{_num(s)} | {_num(p, 0)}" for s, p in r["cells"])
+        name = f"*{r['name']}*" if r["reference"] else r["name"]
+        lines.append(f"| {name} | {r['date'][:10]} | {'yes' if r['verified'] else ''} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
+def build(out: Path, submissions: Path = SUBMISSIONS) -> Path:
+    """Write the static site; returns the path of index.html."""
+    out = Path(out)
+    entries = load_entries(submissions)
+    atomic_write_bytes(
+        out / "leaderboard.json", (json.dumps({"entries": entries}, indent=2) + "\n").encode()
+    )
+    atomic_write_bytes(out / "leaderboard.md", render_markdown_board(entries).encode())
+    for e in entries:
+        atomic_write_bytes(out / "reports" / f"{e['id']}.html", _report_page(e).encode())
+    index = out / "index.html"
+    atomic_write_bytes(index, render_html(entries).encode())
+    return index
