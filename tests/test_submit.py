@@ -81,7 +81,7 @@ def test_round_trip_verifies(setup):
 
 def test_incomplete_run_refused_without_partial(setup):
     d, priv, _, _ = setup
-    with pytest.raises(BundleError, match="missing .* task"):
+    with pytest.raises(BundleError, match=r"missing .* task"):
         make_bundle(d / "run", priv, d / "x.tar.gz", team="t")
 
 

@@ -73,7 +73,7 @@ def safe_extract(
 ) -> None:
     """Extract regular files only, refusing anything that could escape ``dest``."""
     try:
-        tar = tarfile.open(bundle, "r:*")
+        tar = tarfile.open(bundle, "r:*")  # noqa: SIM115 - closed by the with below
     except (tarfile.TarError, OSError) as e:
         raise VerifyError("unpack", f"{bundle}: not a readable tar archive ({e})") from None
     total = 0
