@@ -355,3 +355,36 @@ def test_eval_through_the_runner_matches_random_shape_and_never_stores_the_key(
     for f in (tmp_path / "http").rglob("*"):
         if f.is_file():
             assert secret.encode() not in f.read_bytes(), f
+
+
+@pytest.mark.parametrize("backend", ["gemini", "openai-chat"])
+def test_real_demo_package_reaches_the_server(backend, server, tmp_path):
+    demos_mod = pytest.importorskip("vical.demos")
+    package = demos_mod.load_demo_package(TASK)
+    assert package, "taxi/state0 has demonstration clips"
+    played = play(make(backend, server), TASK, tmp_path, max_decisions=1, demos=package)
+    assert played.actions
+    parts = wire_turns(backend, server.requests[0]["body"])[0][1]
+    media = [(k, v) for k, v in parts if k != "text"]
+    if backend == "gemini":
+        assert media[:-1] == [("video/mp4", d.mp4) for d in package]
+    else:
+        assert media[:-1] == [("image/jpeg", f) for d in package for f in d.frames_jpeg]
+    session = next(r for r in played.records if r["type"] == "agent_session")
+    assert [d["clip_id"] for d in session["demos"]] == [d.clip_id for d in package]
+
+
+@pytest.mark.parametrize("task_id", ["cliffwalking/base", "cartpole/seed42"])
+def test_expert_over_http_passes_what_it_passes_in_process(task_id, server, tmp_path):
+    experts = pytest.importorskip("vical.demos.experts")
+    task = get_task(task_id)
+    if task.env.env in experts.CONTROLLERS:
+        local = experts.run_policy(task, experts.CONTROLLERS[task.env.env])
+    else:
+        local = experts.bfs_expert(task)
+    assert local is not None and local.passed
+    played = play(make("openai-chat", server, model="expert"), task, tmp_path, max_decisions=100)
+    assert played.actions == local.actions
+    assert played.score == local.score
+    notes = [r["reasoning"] for r in played.records if r["type"] == "response"]
+    assert all("Expert:" in n and "fallback" not in n for n in notes)

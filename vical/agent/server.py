@@ -22,6 +22,10 @@ answers ``[Action:<name>]`` followed by one line of explanation. The
     request body, so the same request always gets the same answer;
 ``first``
     always the first legal action;
+``expert``
+    a scripted expert where one exists (classic-control controllers, a
+    breadth-first plan for Toy Text and MiniGrid; see :class:`ExpertPolicy`),
+    otherwise the random policy;
 ``fault-<kind>[-<when>]``
     misbehave, for tests and smoke tests. Kinds: ``400``, ``429`` and ``500``
     (HTTP error; 429 carries ``Retry-After``), ``context-length`` (the provider's
@@ -56,9 +60,9 @@ from typing import Any
 
 from PIL import Image
 
-from vical.agent.prompts import find_actions_line
+from vical.agent.prompts import find_actions_line, next_turn_text
 
-POLICIES = ("random", "first")
+POLICIES = ("random", "first", "expert")
 FAULT_KINDS = (
     "400",
     "429",
@@ -75,6 +79,9 @@ _FAULT_RE = re.compile(
     r"(?:-(once|always|after-\d+|\d+))?$"
 )
 _GEMINI_RE = re.compile(r"^/v1(?:beta|alpha)?/models/([^/:]+):generateContent$")
+_MOVE_BEFORE, _MOVE_AFTER = next_turn_text("\0").split("\0")
+_MOVE_RE = re.compile("^" + re.escape(_MOVE_BEFORE) + "(.+?)" + re.escape(_MOVE_AFTER) + "$", re.M)
+_ENV_ID_RE = re.compile(r"\(environment id: ([^)]+)\)")
 CONTEXT_LIMIT = 32768
 
 
@@ -100,6 +107,21 @@ class Conversation:
     n_assistant: int = 0
     n_system: int = 0
     image_sizes: list[tuple[int, int]] = field(default_factory=list)
+    first_turn_images: int | None = None  # images in the first user message
+
+    def end_user_message(self) -> None:
+        if self.first_turn_images is None:
+            self.first_turn_images = len(self.images)
+
+    @property
+    def start_frame(self) -> bytes | None:
+        """The last image of the first user message: the episode's start frame."""
+        n = self.first_turn_images
+        return self.images[n - 1] if n else None
+
+    def moves(self) -> list[str]:
+        """Actions applied so far, read from the "your move … has been applied" lines."""
+        return [m.group(1) for t in self.texts for m in _MOVE_RE.finditer(t)]
 
     def add_media(self, mime: str, data: bytes) -> None:
         if mime.startswith("image/"):
@@ -149,17 +171,19 @@ def _read_chat(body: dict[str, Any]) -> Conversation:
         content = msg.get("content")
         if isinstance(content, str):
             conv.texts.append(content)
-            continue
-        for part in content or []:
-            kind = part.get("type")
-            if kind == "text":
-                conv.texts.append(part.get("text", ""))
-            elif kind == "image_url":
-                conv.add_data_url(part["image_url"]["url"])
-            elif kind == "video_url":
-                conv.add_data_url(part["video_url"]["url"])
-            else:
-                raise BadRequest(f"unsupported content part type {kind!r}")
+        else:
+            for part in content or []:
+                kind = part.get("type")
+                if kind == "text":
+                    conv.texts.append(part.get("text", ""))
+                elif kind == "image_url":
+                    conv.add_data_url(part["image_url"]["url"])
+                elif kind == "video_url":
+                    conv.add_data_url(part["video_url"]["url"])
+                else:
+                    raise BadRequest(f"unsupported content part type {kind!r}")
+        if role == "user":
+            conv.end_user_message()
     return conv
 
 
@@ -183,15 +207,17 @@ def _read_responses(body: dict[str, Any]) -> Conversation:
         content = item.get("content")
         if isinstance(content, str):
             conv.texts.append(content)
-            continue
-        for part in content or []:
-            kind = part.get("type")
-            if kind == "input_text":
-                conv.texts.append(part.get("text", ""))
-            elif kind == "input_image":
-                conv.add_data_url(part["image_url"])
-            else:
-                raise BadRequest(f"unsupported input part type {kind!r}")
+        else:
+            for part in content or []:
+                kind = part.get("type")
+                if kind == "input_text":
+                    conv.texts.append(part.get("text", ""))
+                elif kind == "input_image":
+                    conv.add_data_url(part["image_url"])
+                else:
+                    raise BadRequest(f"unsupported input part type {kind!r}")
+        if role == "user":
+            conv.end_user_message()
     return conv
 
 
@@ -219,6 +245,7 @@ def _read_gemini(body: dict[str, Any], model: str) -> Conversation:
             except ValueError as e:
                 raise BadRequest(f"inlineData is not valid base64: {e}") from e
             conv.add_media(mime, data)
+        conv.end_user_message()
     return conv
 
 
@@ -229,6 +256,80 @@ def _read_gemini(body: dict[str, Any], model: str) -> Conversation:
 class Fault:
     kind: str
     arg: int | None = None  # slow: milliseconds
+
+
+class ExpertPolicy:
+    """Scripted experts behind the ``expert`` model name.
+
+    The task is recognised from the prompt's environment id and the start
+    frame (compared with each candidate task's start frame, encoded the way
+    the protocol encodes frames); the moves applied so far are read from the
+    later turns. Classic-control tasks get their scripted controller, run on
+    a fresh environment replayed through those moves; grid worlds (Toy Text,
+    MiniGrid) follow a shortest passing plan found by breadth-first search.
+    Anywhere else, or off the plan, the answer falls back to the random
+    policy, and the reasoning line says so.
+    """
+
+    SEARCH_FAMILIES = ("toytext", "minigrid")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._start_frames: dict[str, dict[str, str]] = {}  # paper id -> {jpeg sha: task id}
+        self._plans: dict[str, list[str] | None] = {}
+
+    def _identify(self, conv: Conversation) -> str | None:
+        from vical.agent.protocol import encode_jpeg
+        from vical.envs import make_env
+        from vical.spec import all_tasks
+
+        m = next((m for t in conv.texts if (m := _ENV_ID_RE.search(t))), None)
+        start = conv.start_frame
+        if m is None or start is None:
+            return None
+        paper_id = m.group(1)
+        with self.lock:
+            if paper_id not in self._start_frames:
+                table = {}
+                for task in all_tasks():
+                    if task.env.paper_id == paper_id:
+                        with make_env(task) as env:
+                            jpeg = encode_jpeg(env.reset())
+                        table.setdefault(hashlib.sha256(jpeg).hexdigest(), task.id)
+                self._start_frames[paper_id] = table
+            return self._start_frames[paper_id].get(hashlib.sha256(start).hexdigest())
+
+    def action(self, conv: Conversation) -> tuple[str | None, str]:
+        """(action or None, a note for the reasoning line)."""
+        from vical.spec import get_task
+
+        task_id = self._identify(conv)
+        if task_id is None:
+            return None, "Expert: task not recognised."
+        task = get_task(task_id)
+        moves = conv.moves()
+        try:
+            from vical.demos.experts import CONTROLLERS, bfs_expert
+        except ImportError:
+            return None, "Expert: vical.demos is not available."
+        if task.env.env in CONTROLLERS:
+            from vical.envs import make_env
+
+            with make_env(task) as env:
+                env.reset()
+                for a in moves:
+                    env.step(a)
+                return CONTROLLERS[task.env.env](env), f"Expert: controller on {task_id}."
+        if task.env.family not in self.SEARCH_FAMILIES:
+            return None, f"Expert: no expert for {task_id}."
+        with self.lock:
+            if task_id not in self._plans:
+                found = bfs_expert(task)
+                self._plans[task_id] = found.actions if found else None
+            plan = self._plans[task_id]
+        if plan is None or moves != plan[: len(moves)] or len(moves) >= len(plan):
+            return None, f"Expert: off the plan for {task_id}."
+        return plan[len(moves)], f"Expert: plan step {len(moves) + 1}/{len(plan)} on {task_id}."
 
 
 class BaselineServer:
@@ -260,6 +361,7 @@ class BaselineServer:
         self.stats: Counter[str] = Counter()  # "api:status" -> count
         self.requests: list[dict[str, Any]] = []
         self._rng = random.Random(seed)
+        self.experts = ExpertPolicy()
         self._httpd = ThreadingHTTPServer((host, port), _make_handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -331,10 +433,15 @@ class BaselineServer:
         )
         if not legal:
             return "I cannot find a list of legal actions in the prompt.", seen
-        policy = "first" if conv.model == "first" else "random"
+        policy = conv.model if conv.model in ("first", "expert") else "random"
+        action = None
         if policy == "first":
             action = legal[0]
-        else:
+        elif policy == "expert":
+            action, note = self.experts.action(conv)
+            seen = f"{seen} {note}"
+        if action is None or action not in legal:
+            policy = "random" if policy != "expert" else "expert (random fallback)"
             digest = hashlib.sha256(f"{self.seed}|".encode() + raw).digest()
             action = random.Random(int.from_bytes(digest[:8], "big")).choice(legal)
         kind = fault.kind if fault else None
