@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import os
 import tempfile
+import warnings
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -185,7 +186,10 @@ def encode_mp4(frames: list[np.ndarray], fps: int = FPS) -> bytes:
             ffmpeg_log_level="error",
             output_params=list(_FFMPEG_PARAMS),
         )
-        gen.send(None)
+        with warnings.catch_warnings():
+            # imageio-ffmpeg 0.3 calls Thread.setDaemon, deprecated since Python 3.10
+            warnings.simplefilter("ignore", DeprecationWarning)
+            gen.send(None)
         try:
             for f in frames:
                 gen.send(f.tobytes())
@@ -205,7 +209,9 @@ def decode_mp4(data: bytes) -> tuple[list[np.ndarray], float]:
     try:
         Path(tmp).write_bytes(data)
         gen = imageio_ffmpeg.read_frames(tmp)
-        meta = next(gen)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            meta = next(gen)
         w, h = meta["size"]
         frames = [np.frombuffer(b, dtype=np.uint8).reshape(h, w, 3).copy() for b in gen]
         return frames, float(meta["fps"])
