@@ -311,7 +311,7 @@ def test_server_runs_as_a_module():
         assert "OpenAI-compatible base URL" in proc.stdout.readline() + proc.stdout.readline()
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=10) as r:
             ids = [m["id"] for m in json.load(r)["data"]]
-        assert ids == ["random", "first"]
+        assert ids == ["random", "first", "expert"]
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -388,3 +388,11 @@ def test_expert_over_http_passes_what_it_passes_in_process(task_id, server, tmp_
     assert played.score == local.score
     notes = [r["reasoning"] for r in played.records if r["type"] == "response"]
     assert all("Expert:" in n and "fallback" not in n for n in notes)
+
+
+def test_bad_options_fail_before_any_request(server):
+    with pytest.raises(ValueError, match="thinking level"):
+        make("gemini", server, reasoning_effort="lots")
+    with pytest.raises(ValueError, match="extra-body"):
+        make("openai-chat", server, extra_body="{not json")
+    assert server.requests == []

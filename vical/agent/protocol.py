@@ -287,6 +287,7 @@ class ProtocolAgent(Agent):
         self.retry_base_delay = float(retry_base_delay)
         self.retry_max_delay = float(retry_max_delay)
         self.request_timeout = request_timeout
+        self.render_payload([], {}, self.settings())  # reject bad options before any request
         api_key = resolve_api_key(self.name, api_key_env, self.default_key_env, self.endpoint)
         self._client = self.make_client(api_key)
         self._rng = random.Random(seed)

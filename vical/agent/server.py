@@ -753,7 +753,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     print(
         f"vical baseline server on {server.url}\n"
-        f"  OpenAI-compatible base URL: {server.openai_base_url}  (models: random, first)\n"
+        f"  OpenAI-compatible base URL: {server.openai_base_url}  (models: random, first, expert)\n"
         f"  Gemini base URL:            {server.url}",
         flush=True,
     )
