@@ -281,9 +281,14 @@ def image_info() -> dict[str, str] | None:
     """The container image this process runs in, when the image declared itself."""
     digest = os.environ.get("VICAL_IMAGE_DIGEST")
     ver = os.environ.get("VICAL_IMAGE_VERSION")
-    if not (digest or ver):
+    env_file = os.environ.get("VICAL_IMAGE_ENV_DIGEST_FILE")
+    env_digest = None
+    if env_file and Path(env_file).exists():
+        env_digest = Path(env_file).read_text().strip()
+    if not (digest or ver or env_digest):
         return None
-    return {k: v for k, v in (("digest", digest), ("version", ver)) if v}
+    pairs = (("digest", digest), ("version", ver), ("env_digest", env_digest))
+    return {k: v for k, v in pairs if v}
 
 
 def prepare_run(
