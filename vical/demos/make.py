@@ -356,6 +356,7 @@ def make_demos(env_key: str, tasks_dir: Path = TASKS_DIR) -> dict[str, list[Demo
             clips[clip.id] = clip
     if assignment is None:
         assignment = _assign_generic(spec, list(clips.values()))
+        assignment = _fit_generic(spec, clips, assignment)
     if len(assignment) != len(spec.tasks):
         raise ValueError(f"{env_key}: {len(assignment)} assignments for {len(spec.tasks)} tasks")
     out: dict[str, list[DemoClip]] = {}
@@ -364,6 +365,45 @@ def make_demos(env_key: str, tasks_dir: Path = TASKS_DIR) -> dict[str, list[Demo
         chosen = [clips[i] for i in ids if i in clips]
         check_package(task, chosen)
         out[v.variant] = chosen
+    return out
+
+
+def _fits(task: TaskSpec, clip: DemoClip) -> bool:
+    try:
+        return replay_clip(task, clip).start_sha256 != task_start_sha256(task)
+    except RuntimeError:  # replays differently under this variant's settings
+        return False
+
+
+def _fit_generic(
+    spec: EnvSpec, clips: dict[str, DemoClip], assignment: list[list[str]]
+) -> list[list[str]]:
+    """Drop clips that do not replay on a task (variant settings differ); where none is
+    left, make the task its own clips from its own settings (added to ``clips``)."""
+    out = []
+    for v, ids in zip(spec.tasks, assignment, strict=True):
+        task = TaskSpec(env=spec, variant=v)
+        kept = [i for i in ids if _fits(task, clips[i])]
+        if not kept:
+            own = spec.model_copy(
+                update={
+                    "tasks": [
+                        v.model_copy(update={"kind": "base"}),
+                        *[
+                            t.model_copy(update={"kind": "parameterized"})
+                            for t in spec.tasks
+                            if t is not v
+                        ],
+                    ]
+                }
+            )
+            for plan in generic_plans(own):
+                plan.id = f"{plan.id}-{v.variant}"
+                clip = run_plan(own, plan)
+                if clip is not None and _fits(task, clip):
+                    clips[clip.id] = clip
+                    kept.append(clip.id)
+        out.append(kept)
     return out
 
 
