@@ -202,7 +202,14 @@ def _run(
     console.print(
         f"[bold]vical eval[/]: {len(tasks)} tasks x {runs} run(s), agent {agent}, output {out}"
     )
-    settings = {k: v for k, v in agent_kwargs.items()}
+    from vical.agent import get_agent
+
+    try:  # build the agent once up front: a bad option or a missing key fails here, not per episode
+        probe = get_agent(agent, **agent_kwargs)
+    except (ValueError, RuntimeError) as e:
+        fail(f"{agent}: {e}")
+    settings = probe.settings()
+    probe.close()
     try:
         summary = run_eval(
             tasks,
@@ -411,19 +418,61 @@ def keygen_cmd(
 
 @app.command("submit")
 def submit_cmd(
-    run: Path = typer.Argument(..., help="Run folder written by `vical eval`."),
+    run: Path = typer.Argument(
+        None,
+        help="Run folder written by `vical eval`. Omit it and give --endpoint to run the "
+        "pinned image against your endpoint first.",
+    ),
     key: Path = typer.Option(..., "--key", help="Private key from `vical keygen`."),
     out: Path = typer.Option(Path("bundle.tar.gz"), "--out", "-o", help="Bundle file to write."),
     team: str = typer.Option(None, "--team", help="Team name (default: $USER)."),
-    model: str = typer.Option(None, "--model", help="Model name shown on the leaderboard."),
+    model: str = typer.Option(None, "--model", help="Model name (at the endpoint)."),
     partial: bool = typer.Option(
         False, "--partial", help="Bundle a run that does not cover every task."
     ),
+    endpoint: str = typer.Option(
+        None, "--endpoint", help="Model API base URL: run the evaluation in the pinned image."
+    ),
+    backend: str = typer.Option("openai-chat", "--backend", help="Backend used in the image."),
+    api_key_env: str = typer.Option(
+        None, "--api-key-env", help="Variable holding the API key (passed to the image)."
+    ),
+    dataset: Path = typer.Option(
+        None, "--dataset", help="Local dataset folder (default: the pinned Hub revision)."
+    ),
+    image: str = typer.Option(None, "--image", help="Image to run (default: localhost/vical:VER)."),
+    tasks: str = typer.Option(None, "--tasks", "-t", help="Task globs (implies --partial)."),
+    workdir: Path = typer.Option(
+        Path("runs"), "--workdir", help="Where the image writes its run folder."
+    ),
 ) -> None:
-    """Pack a run's results, logs and media with a signed manifest into a bundle."""
+    """Pack a run into a signed bundle, or with --endpoint, run the pinned image first."""
     from vical.submit.bundle import BundleError, make_bundle
-    from vical.submit.keys import KeyError_
+    from vical.submit.keys import KeyError_, load_private
 
+    if run is None:
+        if not endpoint or not model:
+            fail("give a RUN folder, or --endpoint and --model to evaluate in the pinned image")
+        from vical.submit import container
+
+        try:
+            load_private(key)  # fail before hours of evaluation, not after
+            ds = container.fetch_dataset(dataset)
+            stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+            run = container.run_in_image(
+                endpoint=endpoint,
+                model=model,
+                backend=backend,
+                out=workdir / f"submit-{stamp}",
+                dataset=ds,
+                image=image or container.DEFAULT_IMAGE,
+                tasks=tasks,
+                api_key_env=api_key_env,
+                on_line=lambda line: console.print(line, markup=False, highlight=False),
+            )
+        except (container.ContainerError, KeyError_) as e:
+            fail(str(e))
+        partial = partial or bool(tasks)
     try:
         m = make_bundle(
             run,
@@ -440,6 +489,20 @@ def submit_cmd(
         f"{'partial' if m['partial'] else 'complete'}, overall score "
         f"{m['summary']['columns']['All']['score']:.1f}"
     )
+
+
+@app.command("serve-baseline")
+def serve_baseline(
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
+    port: int = typer.Option(8000, "--port", help="TCP port."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random policy."),
+    delay: float = typer.Option(0.0, "--delay", help="Seconds to wait before each answer."),
+) -> None:
+    """Serve the baseline model over OpenAI-compatible and Gemini HTTP APIs (models:
+    random, first, expert) for trying vical end to end without a real model."""
+    from vical.agent.server import main as server_main
+
+    server_main(["--host", host, "--port", str(port), "--seed", str(seed), "--delay", str(delay)])
 
 
 def _print_verdict(v) -> None:
