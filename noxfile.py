@@ -76,11 +76,14 @@ def leaderboard(session: nox.Session) -> None:
 
 @nox.session(python=PY)
 def image(session: nox.Session) -> None:
-    """Build the pinned image with docker or podman and run an evaluation inside it."""
+    """Build the pinned image (docker or podman), run an evaluation inside it, and test it:
+    installed versions equal the lock; one-command submit through the Docker SDK verifies."""
     engine = shutil.which("docker") or shutil.which("podman")
     if engine is None:
         session.error("neither docker nor podman is installed")
     session.run("bash", "docker/build.sh", external=True)
+    _install(session)
+    session.run("python", "-m", "pytest", "-m", "image", "tests/test_image.py", *session.posargs)
 
 
 @nox.session(python=PY)

@@ -1,0 +1,150 @@
+"""The pinned image (run by `nox -s image` after docker/build.sh; marker: image).
+
+These tests need a built image (``VICAL_IMAGE``, default localhost/vical:<version>)
+and a container engine: podman or docker on PATH. The Docker-SDK test starts
+Podman's Docker-compatible socket itself when no Docker engine answers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from vical import __version__
+
+pytestmark = pytest.mark.image
+
+IMAGE = os.environ.get("VICAL_IMAGE", f"localhost/vical:{__version__}")
+ENGINE = os.environ.get("ENGINE") or shutil.which("podman") or shutil.which("docker")
+LOCK = Path(__file__).parents[1] / "requirements.lock"
+
+
+def _engine_run(*args: str, **kw) -> subprocess.CompletedProcess:
+    env = {**os.environ}
+    if ENGINE and ENGINE.endswith("podman"):
+        env.setdefault("CONTAINERS_CONF", str(Path(__file__).parents[1] / "docker" /
+                                              "containers.conf"))
+    return subprocess.run([ENGINE, *args], capture_output=True, text=True, env=env, **kw)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def need_image():
+    if ENGINE is None:
+        pytest.skip("no container engine (podman or docker) installed")
+    r = _engine_run("image", "inspect", IMAGE)
+    if r.returncode != 0:
+        pytest.fail(f"image {IMAGE} is not built; run docker/build.sh (nox -s image) first")
+
+
+def test_image_packages_equal_the_lock():
+    r = _engine_run("run", "--rm", "--entrypoint", "python", IMAGE, "-m", "pip", "freeze",
+                    "--exclude-editable")
+    assert r.returncode == 0, r.stderr
+    installed = {}
+    for line in r.stdout.splitlines():
+        if "==" in line:
+            name, ver = line.split("==", 1)
+            installed[name.lower().replace("_", "-")] = ver.strip()
+    locked = {}
+    for line in LOCK.read_text().splitlines():
+        if "==" in line and not line.startswith("#"):
+            name, ver = line.split("==", 1)
+            locked[name.lower().replace("_", "-")] = ver.strip()
+    installed.pop("vical", None)
+    assert installed, "pip freeze printed nothing"
+    unlocked = sorted(set(installed) - set(locked))
+    assert not unlocked, f"installed in the image but not in the lock: {unlocked}"
+    differ = {k: (installed[k], locked[k]) for k in installed if installed[k] != locked[k]}
+    assert not differ, f"image versions differ from the lock: {differ}"
+
+
+def test_eval_inside_image_writes_to_mount(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    os.chmod(out, 0o777)
+    r = _engine_run("run", "--rm", "-v", f"{out}:/out", IMAGE, "eval", "--tasks",
+                    "taxi/state0,cartpole/seed41", "--out", "/out/run", "--workers", "1",
+                    "--no-frames", timeout=600)
+    assert r.returncode == 0, r.stderr + r.stdout
+    import json
+
+    manifest = json.loads((out / "run" / "manifest.json").read_text())
+    assert manifest["image"]["version"] == __version__
+    assert manifest["image"]["env_digest"].startswith("sha256:")
+    assert len(list((out / "run" / "episodes").iterdir())) == 2
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def docker_host(tmp_path):
+    """DOCKER_HOST for the Docker SDK: a running Docker engine, or Podman's socket."""
+    import docker
+
+    try:
+        docker.from_env().ping()
+        yield os.environ.get("DOCKER_HOST")
+        return
+    except Exception:  # noqa: BLE001 - no Docker engine: fall back to Podman
+        pass
+    if not shutil.which("podman"):
+        pytest.skip("no Docker engine and no podman")
+    sock = tmp_path / "podman.sock"
+    env = {**os.environ, "CONTAINERS_CONF": str(Path(__file__).parents[1] / "docker" /
+                                                 "containers.conf")}
+    proc = subprocess.Popen(["podman", "system", "service", "--time=0", f"unix://{sock}"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        if sock.exists():
+            break
+        time.sleep(0.1)
+    old = os.environ.get("DOCKER_HOST")
+    os.environ["DOCKER_HOST"] = f"unix://{sock}"
+    try:
+        yield os.environ["DOCKER_HOST"]
+    finally:
+        if old is None:
+            os.environ.pop("DOCKER_HOST", None)
+        else:
+            os.environ["DOCKER_HOST"] = old
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_one_command_submit_through_docker_sdk_verifies(tmp_path, docker_host):
+    from vical.agent.server import BaselineServer
+    from vical.submit.keys import keygen
+
+    port = _free_port()
+    server = BaselineServer("127.0.0.1", port, seed=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    dataset = tmp_path / "dataset"
+    dataset.mkdir()
+    (dataset / "README.md").write_text("local dataset copy for the test\n")
+    priv, pub = keygen(tmp_path / "key")
+    bundle = tmp_path / "b.tar.gz"
+    env = {**os.environ, "DOCKER_HOST": docker_host or ""}
+    r = subprocess.run(
+        [sys.executable, "-m", "vical.cli", "submit", "--endpoint",
+         f"http://127.0.0.1:{port}/v1", "--model", "random", "--dataset", str(dataset),
+         "--key", str(priv), "--out", str(bundle), "--tasks", "taxi/state0,cliffwalking/base",
+         "--workdir", str(tmp_path / "runs"), "--image", IMAGE, "--team", "test"],
+        capture_output=True, text=True, env=env, timeout=900)
+    server.stop()
+    assert r.returncode == 0, r.stdout + r.stderr
+    v = subprocess.run([sys.executable, "-m", "vical.cli", "verify", str(bundle), "--pubkey",
+                        str(pub)], capture_output=True, text=True, timeout=600)
+    assert v.returncode == 0, v.stdout + v.stderr
+    assert "PASS" in v.stdout
