@@ -30,8 +30,9 @@ LOCK = Path(__file__).parents[1] / "requirements.lock"
 def _engine_run(*args: str, **kw) -> subprocess.CompletedProcess:
     env = {**os.environ}
     if ENGINE and ENGINE.endswith("podman"):
-        env.setdefault("CONTAINERS_CONF", str(Path(__file__).parents[1] / "docker" /
-                                              "containers.conf"))
+        env.setdefault(
+            "CONTAINERS_CONF", str(Path(__file__).parents[1] / "docker" / "containers.conf")
+        )
     return subprocess.run([ENGINE, *args], capture_output=True, text=True, env=env, **kw)
 
 
@@ -45,8 +46,9 @@ def need_image():
 
 
 def test_image_packages_equal_the_lock():
-    r = _engine_run("run", "--rm", "--entrypoint", "python", IMAGE, "-m", "pip", "freeze",
-                    "--exclude-editable")
+    r = _engine_run(
+        "run", "--rm", "--entrypoint", "python", IMAGE, "-m", "pip", "freeze", "--exclude-editable"
+    )
     assert r.returncode == 0, r.stderr
     installed = {}
     for line in r.stdout.splitlines():
@@ -70,9 +72,22 @@ def test_eval_inside_image_writes_to_mount(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     os.chmod(out, 0o777)
-    r = _engine_run("run", "--rm", "-v", f"{out}:/out", IMAGE, "eval", "--tasks",
-                    "taxi/state0,cartpole/seed41", "--out", "/out/run", "--workers", "1",
-                    "--no-frames", timeout=600)
+    r = _engine_run(
+        "run",
+        "--rm",
+        "-v",
+        f"{out}:/out",
+        IMAGE,
+        "eval",
+        "--tasks",
+        "taxi/state0,cartpole/seed41",
+        "--out",
+        "/out/run",
+        "--workers",
+        "1",
+        "--no-frames",
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr + r.stdout
     import json
 
@@ -97,15 +112,21 @@ def docker_host(tmp_path):
         docker.from_env().ping()
         yield os.environ.get("DOCKER_HOST")
         return
-    except Exception:  # noqa: BLE001 - no Docker engine: fall back to Podman
+    except Exception:
         pass
     if not shutil.which("podman"):
         pytest.skip("no Docker engine and no podman")
     sock = tmp_path / "podman.sock"
-    env = {**os.environ, "CONTAINERS_CONF": str(Path(__file__).parents[1] / "docker" /
-                                                 "containers.conf")}
-    proc = subprocess.Popen(["podman", "system", "service", "--time=0", f"unix://{sock}"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "CONTAINERS_CONF": str(Path(__file__).parents[1] / "docker" / "containers.conf"),
+    }
+    proc = subprocess.Popen(
+        ["podman", "system", "service", "--time=0", f"unix://{sock}"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     for _ in range(100):
         if sock.exists():
             break
@@ -137,14 +158,42 @@ def test_one_command_submit_through_docker_sdk_verifies(tmp_path, docker_host):
     bundle = tmp_path / "b.tar.gz"
     env = {**os.environ, "DOCKER_HOST": docker_host or ""}
     r = subprocess.run(
-        [sys.executable, "-m", "vical.cli", "submit", "--endpoint",
-         f"http://127.0.0.1:{port}/v1", "--model", "random", "--dataset", str(dataset),
-         "--key", str(priv), "--out", str(bundle), "--tasks", "taxi/state0,cliffwalking/base",
-         "--workdir", str(tmp_path / "runs"), "--image", IMAGE, "--team", "test"],
-        capture_output=True, text=True, env=env, timeout=900)
+        [
+            sys.executable,
+            "-m",
+            "vical.cli",
+            "submit",
+            "--endpoint",
+            f"http://127.0.0.1:{port}/v1",
+            "--model",
+            "random",
+            "--dataset",
+            str(dataset),
+            "--key",
+            str(priv),
+            "--out",
+            str(bundle),
+            "--tasks",
+            "taxi/state0,cliffwalking/base",
+            "--workdir",
+            str(tmp_path / "runs"),
+            "--image",
+            IMAGE,
+            "--team",
+            "test",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     server.stop()
     assert r.returncode == 0, r.stdout + r.stderr
-    v = subprocess.run([sys.executable, "-m", "vical.cli", "verify", str(bundle), "--pubkey",
-                        str(pub)], capture_output=True, text=True, timeout=600)
+    v = subprocess.run(
+        [sys.executable, "-m", "vical.cli", "verify", str(bundle), "--pubkey", str(pub)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert v.returncode == 0, v.stdout + v.stderr
     assert "PASS" in v.stdout
