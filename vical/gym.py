@@ -29,7 +29,7 @@ def gym_id(task: TaskSpec) -> str:
 
 
 class VicalGymEnv(gym.Env):
-    metadata = {"render_modes": ["rgb_array"]}
+    metadata = {"render_modes": ["rgb_array"]}  # noqa: RUF012 - Gymnasium convention
 
     def __init__(self, task_id: str, render_mode: str | None = "rgb_array"):
         self.task = get_task(task_id)
