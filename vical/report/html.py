@@ -1,0 +1,101 @@
+"""A self-contained HTML report: every table, every figure embedded as a base64 PNG.
+
+No scripts, no external stylesheets, fonts or images: the file opens offline
+and can be attached or archived on its own.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import UTC, datetime
+from html import escape
+from typing import Any
+
+from vical import __version__
+from vical.report.sections import Section, report_sections
+
+_CSS = """
+body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2rem auto;
+       max-width: 1280px; padding: 0 1rem; color: #1d1d1f; }
+h1 { margin-bottom: 0.2rem; }
+nav { margin: 1rem 0 2rem; line-height: 1.8; }
+nav a { margin-right: 0.9rem; white-space: nowrap; }
+section { margin-bottom: 2.5rem; }
+p.caption { color: #444; max-width: 70rem; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; font-size: 0.85rem; margin: 0.5rem 0; }
+th, td { border: 1px solid #d0d0d7; padding: 0.25rem 0.5rem; text-align: right; }
+th { background: #f0f0f5; position: sticky; top: 0; }
+td:first-child, th:first-child { text-align: left; }
+tr.reference td { background: #fff8e1; }
+tr.paper td { color: #666; font-style: italic; }
+figure { margin: 1rem 0; }
+figure img { max-width: 100%; border: 1px solid #e0e0e6; }
+figcaption { font-size: 0.85rem; color: #444; }
+footer { color: #777; font-size: 0.8rem; margin-top: 3rem; }
+"""
+
+
+def _table(s: Section) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in s.headers)
+    body = []
+    for i, row in enumerate(s.rows):
+        cls = s.row_classes[i] if i < len(s.row_classes) else ""
+        attr = f' class="{cls}"' if cls else ""
+        body.append(f"<tr{attr}>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>")
+    if not s.rows:
+        body.append(f'<tr><td colspan="{len(s.headers)}">no data</td></tr>')
+    return (
+        f'<div class="scroll"><table id="t-{s.key}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def _figure(stem: str, caption: str, png: bytes) -> str:
+    data = base64.b64encode(png).decode()
+    return (
+        f'<figure id="f-{stem}"><img alt="{escape(caption)}" '
+        f'src="data:image/png;base64,{data}"><figcaption>{escape(caption)}</figcaption></figure>'
+    )
+
+
+def render_html(doc: dict[str, Any], figures: dict[str, tuple[str, bytes]]) -> str:
+    """The report page: a header, a table of contents, then each section with its figures."""
+    sections = report_sections(doc)
+    shown: set[str] = set()
+    parts = []
+    for s in sections:
+        figs = []
+        for f in s.figures:
+            if f in figures:
+                figs.append(_figure(f, *figures[f]))
+                shown.add(f)
+        parts.append(
+            f'<section id="{s.key}"><h2>{escape(s.title)}</h2>'
+            f'<p class="caption">{escape(s.caption)}</p>{_table(s)}{"".join(figs)}</section>'
+        )
+    rest = [f for f in figures if f not in shown]
+    if rest:
+        parts.append(
+            '<section id="other-figures"><h2>Other figures</h2>'
+            + "".join(_figure(f, *figures[f]) for f in rest)
+            + "</section>"
+        )
+    runs = ", ".join(
+        f"{escape(r.name)} ({escape(r.agent)}, {r.n_episodes} episodes)" for r in doc["runs"]
+    )
+    ref = doc["random"]
+    ref_line = (
+        f"<p>Random reference: {escape(ref.name)} ({ref.n_episodes} episodes)</p>" if ref else ""
+    )
+    nav = "".join(f'<a href="#{s.key}">{escape(s.title)}</a>' for s in sections)
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>V-ICAL report</title><style>{_CSS}</style></head><body>"
+        f"<h1>V-ICAL report</h1><p>Runs: {runs}</p>{ref_line}<nav>{nav}</nav>"
+        + "".join(parts)
+        + f"<footer>vical {escape(__version__)} · generated {stamp} from result files only"
+        "</footer></body></html>\n"
+    )
