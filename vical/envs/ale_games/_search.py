@@ -150,3 +150,80 @@ def play_without_dying(
         if len(actions) % back == 0:
             depth = back
     return actions
+
+
+def prefix_streams(
+    env_spec: EnvSpec,
+    adapter_cls: type,
+    lengths: dict[str, int],
+    policy: Callable[[DecisionSim, random.Random], str],
+    seed: int,
+) -> dict[str, list[str]]:
+    """Human-init sequences as prefixes of a few long deathless plays.
+
+    Variants that share a start (seed, initial skip, simulator kwargs) share
+    one play of :func:`play_without_dying`, as long as the longest of them
+    needs; each variant stores the first ``lengths[variant]`` decisions, so
+    longer prefixes reach later stages of the game (progress bands).
+    """
+    groups: dict[tuple, list[TaskVariant]] = {}
+    for v in human_init_variants(env_spec):
+        key = (v.seed, v.initial_skip, tuple(sorted(v.env_kwargs.items())))
+        groups.setdefault(key, []).append(v)
+    out: dict[str, list[str]] = {}
+    for i, (_key, vs) in enumerate(groups.items()):
+        sim = DecisionSim(env_spec, vs[0], adapter_cls)
+        n = max(lengths[v.variant] for v in vs)
+        stream = play_without_dying(sim, policy, n, seed=seed * 1000 + i)
+        for v in vs:
+            out[v.variant] = stream[: lengths[v.variant]]
+    return out
+
+
+def chunk_search(
+    sim: DecisionSim,
+    policy: Callable[[DecisionSim, random.Random], str],
+    n: int,
+    seed: int,
+    chunk: int = 5,
+    candidates: int = 8,
+    value: Callable[[DecisionSim, float], float] | None = None,
+) -> list[str]:
+    """Random-shooting planner: ``n`` decisions picked ``chunk`` at a time.
+
+    For each chunk, ``candidates`` seeded policy rollouts of ``chunk``
+    decisions are tried, each followed by one more chunk of policy play to
+    check it does not walk into a death; the candidate with the best
+    ``value(sim, reward)`` (default: reward of the chunk) plus half the reward
+    of the follow-up chunk (shots still in flight) among the survivors is kept. Falls back to the best non-surviving candidate when none survives.
+    """
+    rng = random.Random(seed)
+    actions: list[str] = []
+    while len(actions) < n:
+        root = sim.clone()
+        best: tuple[float, list[str]] | None = None
+        for _ in range(candidates):
+            sim.restore(root)
+            plan = [policy(sim, rng) for _ in range(1)]
+            total, alive = 0.0, True
+            for i in range(min(chunk, n - len(actions))):
+                if i:
+                    plan.append(policy(sim, rng))
+                o = sim.step(plan[-1])
+                total += o.reward
+                if o.ended or o.life_lost:
+                    alive = False
+                    break
+            v = value(sim, total) if value and alive else total
+            if alive:
+                later, safe = sim.run([policy(sim, rng) for _ in range(chunk)])
+                v += 0.5 * later
+                alive = safe
+            rating = v + (0.0 if alive else -1e6)
+            if best is None or rating > best[0]:
+                best = (rating, plan)
+        sim.restore(root)
+        assert best is not None
+        sim.run(best[1])
+        actions.extend(best[1])
+    return actions[:n]

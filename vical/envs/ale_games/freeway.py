@@ -58,6 +58,8 @@ class Adapter(ALEAdapter):
         return self.crossed or self.best >= halfway
 
     def ending(self, native_terminated: bool) -> str | None:
+        if not self.tracking:  # initial skip or human-init replay
+            return super().ending(native_terminated)
         if self.crossed:
             return "Victory"
         if native_terminated:

@@ -61,6 +61,8 @@ class Adapter(ALEAdapter):
         return self.returns.count >= int(self.task.params["pass_returns"])
 
     def ending(self, native_terminated: bool) -> str | None:
+        if not self.tracking:  # initial skip or human-init replay
+            return super().ending(native_terminated)
         if native_terminated:
             return "Victory" if self.passed() else "Terminated"
         return None
