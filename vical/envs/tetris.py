@@ -1,0 +1,68 @@
+"""Tetris on ``tetris-gymnasium`` (``tetris_gymnasium/Tetris``).
+
+Five of the simulator's eight actions are offered: Move Left, Move Right,
+Rotate (clockwise), Soft Drop (one row down) and Hard Drop. Gravity is on:
+every action except Hard Drop is followed by the piece falling one row, and a
+piece that cannot fall further locks in place.
+
+The simulator's reward (one point per locked piece plus a line bonus) is
+ignored. Progress is counted in cleared rows only (the ``lines_cleared`` the
+simulator reports after each step): the score is the capped ratio of rows
+cleared since the start state to ``rows_target`` (2), the task passes after
+one cleared row and ends as a Victory after two. Topping out (a new piece
+cannot spawn) ends the episode as Terminated.
+
+Determinism: the piece order comes from the 7-bag randomizer, whose own
+PCG64 generator is seeded by ``reset(seed)``; nothing else is random.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import tetris_gymnasium.envs  # noqa: F401  (registers tetris_gymnasium/Tetris)
+
+from vical.envs.core import Tick
+from vical.envs.gymbase import GymAdapter
+from vical.envs.scoring import EventCounter
+from vical.spec import TaskSpec
+
+
+class TetrisAdapter(GymAdapter):
+    """Row-clearing score; the piece-drop reward of the simulator is never read."""
+
+    def frame(self) -> np.ndarray:
+        # tetris-gymnasium 0.3.0 casts with ``astype(np.integer)`` while drawing,
+        # which numpy 1.26 flags as deprecated on every frame; the result is exact.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return super().frame()
+
+    def start(self) -> None:
+        self.rows = EventCounter(target=self.task.target("rows_target"))
+        self.topped_out = False
+
+    def on_tick(self, tick: Tick) -> None:
+        self.rows.add(int(tick.info.get("lines_cleared", 0)))
+        self.topped_out = self.topped_out or tick.terminated
+
+    def score(self) -> float:
+        return self.rows.score()
+
+    def passed(self) -> bool:
+        return self.rows.count >= int(self.task.params.get("pass_rows", 1))
+
+    def ending(self, native_terminated: bool) -> str | None:
+        if self.rows.count >= self.task.target("rows_target"):
+            return "Victory"
+        if native_terminated:
+            return "Terminated"
+        return None
+
+    def progress(self) -> dict:
+        return {"rows_cleared": int(self.rows.count), "topped_out": self.topped_out}
+
+
+def make_adapter(task: TaskSpec) -> TetrisAdapter:
+    return TetrisAdapter(task)
