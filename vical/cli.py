@@ -342,23 +342,29 @@ def baseline_random(
     _run(_select(tasks), out, "random", {"seed": seed}, runs, seed, workers, frames, False, True)
 
 
-def _report(run_dirs: list[Path], out: Path | None) -> None:
-    from vical.report.table import report_run, write_reports
+def _report(
+    run_dirs: list[Path],
+    out: Path | None,
+    random: Path | None = None,
+    strip_task: str | None = None,
+    html: bool = True,
+) -> None:
+    from vical.report.document import build_document, write_document
 
-    reports = []
-    for d in run_dirs:
-        try:
-            reports.append(report_run(d))
-        except (FileNotFoundError, ValueError) as e:
-            fail(str(e))
+    try:
+        doc = build_document(run_dirs, random_dir=random, strip_task=strip_task)
+    except (FileNotFoundError, ValueError) as e:
+        fail(str(e))
     target = out or (run_dirs[0] if len(run_dirs) == 1 else Path("report"))
-    jpath, mpath = write_reports(reports, target)
+    paths = write_document(doc, target, html=html)
     from vical.paper import TABLE1_COLUMNS
 
+    reports = [*doc["runs"], *([doc["random"]] if doc["random"] is not None else [])]
     table = Table(title="V-ICAL results (S: score 0-100, P%: pass rate; Table 1 columns)")
     table.add_column("column")
     for r in reports:
-        table.add_column(f"{r.name} S", justify="right")
+        label = f"{r.name} (random ref.)" if r is doc["random"] else r.name
+        table.add_column(f"{label} S", justify="right")
         table.add_column("P%", justify="right")
     for c in TABLE1_COLUMNS:
         cells = []
@@ -369,7 +375,7 @@ def _report(run_dirs: list[Path], out: Path | None) -> None:
             )
         table.add_row(c, *cells)
     console.print(table)
-    console.print(f"report written to {jpath} and {mpath}")
+    console.print("report written to " + ", ".join(str(p) for p in paths.values()))
 
 
 @app.command("report")
@@ -379,12 +385,24 @@ def report_cmd(
         None,
         "--out",
         "-o",
-        help="Folder for report.json/report.md (default: the run folder "
-        "for one run, ./report for several).",
+        help="Folder for report.json/report.md/report.html and figures/ (default: the run "
+        "folder for one run, ./report for several).",
     ),
+    random: Path = typer.Option(
+        None,
+        "--random",
+        help="Run folder of the random reference (vical baseline random): adds its Table-1 "
+        "row and the difficulty strata.",
+    ),
+    strip_task: str = typer.Option(
+        None,
+        "--strip-task",
+        help="Task id for the same-start trajectory strips (default: one every run played).",
+    ),
+    html: bool = typer.Option(True, "--html/--no-html", help="Also write report.html."),
 ) -> None:
-    """Table 1 for one or more runs: S and P% by type, memory, dynamics and overall."""
-    _report(runs, out)
+    """Table 1 for one or more runs side by side, the paper's analyses and figures."""
+    _report(runs, out, random=random, strip_task=strip_task, html=html)
 
 
 # ---------------------------------------------------------------------------
@@ -574,6 +592,111 @@ def leaderboard_build(
 
     index = build(out, submissions)
     console.print(f"leaderboard written to {index}")
+
+
+# ---------------------------------------------------------------------------
+# demonstrations and the dataset
+# ---------------------------------------------------------------------------
+demos_app = typer.Typer(
+    help="Demonstration clips: make them with the expert tools.", no_args_is_help=True
+)
+dataset_app = typer.Typer(help="The Hugging Face dataset folder.", no_args_is_help=True)
+app.add_typer(demos_app, name="demos")
+app.add_typer(dataset_app, name="dataset")
+
+
+@demos_app.command("make")
+def demos_make(
+    env: str = typer.Option(..., "--env", help="Environment key, e.g. taxi."),
+    write: bool = typer.Option(
+        True,
+        "--write/--dry-run",
+        help="Write the clips into the task YAML (default) or only print.",
+    ),
+) -> None:
+    """Re-run the expert tools for an environment and store its demo clips as data."""
+    from vical.demos.make import make_demos, write_demos
+    from vical.spec import load_envs
+
+    if env not in load_envs():
+        fail(f"unknown environment {env!r}; known: {', '.join(load_envs())}")
+    demos = make_demos(env)
+    n = sum(len(v) for v in demos.values())
+    console.print(f"{env}: {n} clip assignments over {len(demos)} tasks")
+    if write:
+        path = write_demos(env, demos)
+        console.print(f"written to {path}")
+
+
+@demos_app.command("render")
+def demos_render(
+    task_id: str = typer.Argument(..., help="Task id."),
+    out: Path = typer.Option(Path("demos"), "--out", "-o", help="Folder for MP4 and JPEG files."),
+) -> None:
+    """Render a task's demonstration package (MP4 per clip plus its JPEG frames)."""
+    from vical.demos import load_demo_package
+
+    videos = load_demo_package(task_id)
+    out.mkdir(parents=True, exist_ok=True)
+    for v in videos:
+        (out / f"{v.clip_id}.mp4").write_bytes(v.mp4)
+        for i, jpg in enumerate(v.frames_jpeg):
+            (out / f"{v.clip_id}_{i:03d}.jpg").write_bytes(jpg)
+        console.print(f"{v.clip_id}: {v.n_frames} frames, {v.label}")
+
+
+@dataset_app.command("build")
+def dataset_build(
+    out: Path = typer.Option(Path("build/dataset"), "--out", "-o", help="Dataset folder."),
+    tasks: str = typer.Option(None, "--tasks", "-t", help="Task globs (default: every task)."),
+) -> None:
+    """Build the dataset folder (parquet rows, MP4 demos, card) loadable by datasets."""
+    from vical.dataset import build_dataset, verify_dataset
+
+    root = build_dataset(out, tasks)
+    problems = verify_dataset(root)
+    if problems:
+        fail("; ".join(problems), code=1)
+    console.print(f"dataset written to {root}; load it with datasets.load_dataset('{root}')")
+
+
+@dataset_app.command("verify")
+def dataset_verify(root: Path = typer.Argument(..., help="Dataset folder.")) -> None:
+    """Check every file of a dataset folder against its manifest."""
+    from vical.dataset import verify_dataset
+
+    problems = verify_dataset(root)
+    for p in problems:
+        err.print(f"[red]{p}[/]")
+    if problems:
+        raise typer.Exit(1)
+    console.print(f"{root}: intact")
+
+
+@dataset_app.command("stats")
+def dataset_stats(
+    tasks: str = typer.Option(None, "--tasks", "-t", help="Task globs (default: every task)."),
+) -> None:
+    """Demo statistics (clips per task, frames per task, reuse, resolutions) vs the paper."""
+    from vical.demos.stats import print_stats
+
+    print_stats(_select(tasks))
+
+
+@dataset_app.command("push")
+def dataset_push(
+    root: Path = typer.Argument(..., help="Dataset folder."),
+    repo: str = typer.Option(..., "--repo", help="Hub dataset repository, e.g. org/name."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="List what would be uploaded."),
+) -> None:
+    """Upload a verified dataset folder to the Hugging Face Hub."""
+    from vical.dataset import push_dataset
+
+    try:
+        files = push_dataset(root, repo, dry_run=dry_run)
+    except ValueError as e:
+        fail(str(e), code=1)
+    console.print(f"{len(files)} files {'would be ' if dry_run else ''}uploaded to {repo}")
 
 
 def main() -> None:
