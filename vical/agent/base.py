@@ -68,6 +68,8 @@ class Agent(ABC):
     """A policy behind the protocol. Subclasses are registered by name."""
 
     name: str = "agent"
+    # whether start() needs the rendered demonstration package (the random reference does not)
+    uses_demos: bool = True
 
     @abstractmethod
     def start(self, ctx: EpisodeContext) -> None:

@@ -150,7 +150,7 @@ def run_episode(job: EpisodeJob) -> str:
                     seed=seed,
                     action_names=task.action_names,
                     max_steps=task.max_steps,
-                    demos=_load_demos(task, job.demos),
+                    demos=_load_demos(task, job.demos and agent.uses_demos),
                 )
             )
             previous: str | None = None

@@ -12,6 +12,8 @@ class RandomAgent(Agent):
     """Uniform random actions. The episode seed comes from the runner, so a
     run is reproducible from its manifest."""
 
+    uses_demos = False
+
     def __init__(self, seed: int = 0):
         self.base_seed = seed
         self.rng = random.Random(seed)
