@@ -1,0 +1,77 @@
+"""Flappy Bird on ``flappy-bird-gymnasium`` (``FlappyBird-v0``).
+
+Two actions: Idle (let the bird fall) and Flap. One decision is one frame of
+the game (pipes move 4 pixels a frame). The simulator's shaped reward (a
+survival bonus every frame, penalties near obstacles) is ignored: progress is
+the number of pipes passed, which the simulator counts in ``info["score"]``.
+The score is the capped ratio of pipes passed to ``pipes_target`` (3); the
+task passes after one pipe, ends as a Victory after three, and a crash into
+a pipe or the ground ends it as Terminated.
+
+Tasks differ by seed (the heights of the pipe gaps come from the env's
+``np_random``) and by the bird, pipe and background colours, which the
+simulator draws from its own sprite sets. The pipes enter from the right edge
+only after a few frames, so the colours are what tells the start frames of
+different tasks apart.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "hide")
+
+import flappy_bird_gymnasium  # noqa: F401  (registers FlappyBird-v0)
+
+from vical.envs.core import Tick
+from vical.envs.gymbase import GymAdapter
+from vical.envs.scoring import EventCounter
+from vical.spec import TaskSpec
+
+
+class FlappyAdapter(GymAdapter):
+    """Pipes-passed score; no survival reward."""
+
+    def start(self) -> None:
+        self.pipes = EventCounter(target=self.task.target("pipes_target"))
+        self.seen = int(self.info.get("score", 0))
+        self.crashed = False
+
+    def on_tick(self, tick: Tick) -> None:
+        total = int(tick.info.get("score", self.seen))
+        self.pipes.add(total - self.seen)
+        self.seen = max(self.seen, total)
+        self.crashed = self.crashed or tick.terminated
+
+    def score(self) -> float:
+        return self.pipes.score()
+
+    def passed(self) -> bool:
+        return self.pipes.count >= int(self.task.params.get("pass_pipes", 1))
+
+    def ending(self, native_terminated: bool) -> str | None:
+        if native_terminated:
+            return "Terminated"
+        if self.pipes.count >= self.task.target("pipes_target"):
+            return "Victory"
+        return None
+
+    def progress(self) -> dict:
+        env = self.env
+        return {
+            "pipes": int(self.pipes.count),
+            "crashed": self.crashed,
+            "bird_y": int(env._player_y),
+        }
+
+    def close(self) -> None:
+        # FlappyBirdEnv.close() calls pygame.quit(), which would tear down the
+        # pygame state of every other live environment in the process
+        # (highway-env and classic-control viewers share the one pygame module).
+        pass
+
+
+def make_adapter(task: TaskSpec) -> FlappyAdapter:
+    return FlappyAdapter(task)
