@@ -40,6 +40,12 @@ if [ "$ENGINE" = podman ]; then
 fi
 if [ -n "${BASE_IMAGE:-}" ]; then BUILD_ARGS+=(--build-arg "BASE_IMAGE=$BASE_IMAGE"); fi
 
+# Behind a TLS-intercepting proxy pip needs the host's CA bundle (used for pip only).
+CA=${VICAL_BUILD_CA:-${PIP_CERT:-}}
+rm -f docker/ca/extra-ca.crt
+if [ -n "$CA" ] && [ -s "$CA" ]; then cp "$CA" docker/ca/extra-ca.crt; fi
+trap 'rm -f docker/ca/extra-ca.crt' EXIT
+
 echo "building $TAG with $ENGINE"
 $ENGINE build --network host "${BUILD_ARGS[@]}" -t "$TAG" -f docker/Dockerfile .
 
