@@ -52,7 +52,8 @@ def dataset(session: nox.Session) -> None:
     """Build the Hugging Face dataset folder and check that it loads back."""
     _install(session)
     session.run("vical", "dataset", "build", "--out", "build/dataset", *session.posargs)
-    session.run("vical", "dataset", "stats", "--dataset", "build/dataset")
+    session.run("vical", "dataset", "verify", "build/dataset")
+    session.run("vical", "dataset", "stats")
 
 
 @nox.session(python=PY)
