@@ -80,6 +80,11 @@ def build_document(
         for rep in [*reports, *([random_report] if random_report else [])]
     }
     task = strip_task or an.pick_strip_task(runs)
+    if strip_task and not any(r.task_id == strip_task for rs in runs.values() for r in rs):
+        raise ValueError(
+            f"--strip-task {strip_task}: no compared run played this task "
+            f"(for example: {an.pick_strip_task(runs)})"
+        )
     analyses: dict[str, Any] = {
         "failure_modes": an.failure_modes(with_ref),
         "failure_by_type": an.failure_by_type(pooled),

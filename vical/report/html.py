@@ -18,8 +18,8 @@ _CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2rem auto;
        max-width: 1280px; padding: 0 1rem; color: #1d1d1f; }
 h1 { margin-bottom: 0.2rem; }
-nav { margin: 1rem 0 2rem; line-height: 1.8; }
-nav a { margin-right: 0.9rem; white-space: nowrap; }
+nav { margin: 1rem 0 2rem; display: flex; flex-wrap: wrap; gap: 0.3rem 1rem; }
+nav a { white-space: nowrap; }
 section { margin-bottom: 2.5rem; }
 p.caption { color: #444; max-width: 70rem; }
 .scroll { overflow-x: auto; }

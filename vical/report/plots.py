@@ -99,7 +99,7 @@ def episode_length_figure(by_run: Mapping[str, Sequence[int]], stats: Sequence[M
     """Left: episode-length box plots per run. Right: outcome categories per run."""
     names = list(by_run)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 0.55 * len(names) + 2.2))
-    a1.boxplot([list(by_run[n]) for n in names], vert=False, tick_labels=names)
+    a1.boxplot([list(by_run[n]) for n in names], orientation="horizontal", tick_labels=names)
     a1.invert_yaxis()
     a1.set_xlabel("episode length L (agent steps)")
     a1.set_ylabel("run")
