@@ -54,12 +54,8 @@ FIXED_CONFIG: dict[str, Any] = {
 
 
 def highway_config(task: TaskSpec) -> dict[str, Any]:
-    """The highway-env config of a task: the file's ``config`` plus flat per-task keys."""
-    kwargs = dict(task.env_kwargs)
-    config = dict(kwargs.pop("config", {}))
-    config.update(kwargs)
-    config.update(FIXED_CONFIG)
-    return config
+    """The highway-env config of a task: its ``env_kwargs`` (all config keys) plus the fixed ones."""
+    return {**task.env_kwargs, **FIXED_CONFIG}
 
 
 class HighwayAdapter(GymAdapter):
