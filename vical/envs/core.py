@@ -157,7 +157,7 @@ class VicalEnv:
             if tick.terminated:
                 raise RuntimeError(f"{self.task.id}: episode ended during initial skip {i}")
         for j, name in enumerate(v.init_actions):
-            ended, _ = self._decision(name)
+            ended, _ = self._decision(name, started=False)
             if ended:
                 raise RuntimeError(
                     f"{self.task.id}: episode ended during human-init action {j} ({name})"
@@ -170,7 +170,7 @@ class VicalEnv:
         return self._frame
 
     # -- decisions ---------------------------------------------------------
-    def _decision(self, name: str) -> tuple[str | None, bool]:
+    def _decision(self, name: str, started: bool = True) -> tuple[str | None, bool]:
         """Apply one canonical action with frame skip and NOOP fill.
 
         The action is held for the first ``action_steps`` of ``frame_skip``
@@ -186,7 +186,9 @@ class VicalEnv:
         for slot in range(self.frame_skip):
             lives_before = self.adapter.lives() if self.life_loss_terminates else None
             tick = self.adapter.act(native if slot < self.action_steps else self.noop)
-            ending = self.adapter.ending(tick.terminated)
+            # Before the start state (human-init replay) the adapter's scoring state does
+            # not exist yet: only native termination ends the replay there.
+            ending = self.adapter.ending(tick.terminated) if started else None
             if ending is None and tick.terminated:
                 ending = "Terminated"
             if ending is not None:
