@@ -11,28 +11,7 @@ import pytest
 from conftest import ALL_TASKS, task_params
 
 from vical.envs import InvalidActionError, make_env
-from vical.envs.core import EpisodeOverError
-
-# Decisions checked per task in the replay test: enough to cross several
-# frame-skip/NOOP cycles, bounded so the suite stays fast on 2 cores.
-REPLAY_DECISIONS = 40
-
-
-def rollout(task, actions):
-    env = make_env(task)
-    try:
-        frame = env.reset()
-        hashes = [__import__("vical.envs.core", fromlist=["x"]).frame_sha256(frame)]
-        trace = []
-        for a in actions:
-            if env.done:
-                break
-            s = env.step(a)
-            hashes.append(s.frame_sha256)
-            trace.append((s.score, s.passed, s.outcome, s.terminated, s.truncated))
-        return hashes, trace, env.score(), env.passed(), env.outcome
-    finally:
-        env.close()
+from vical.envs.core import EpisodeOverError, frame_sha256
 
 
 def random_actions(task, n, salt=""):
@@ -40,38 +19,51 @@ def random_actions(task, n, salt=""):
     return [rng.choice(task.action_names) for _ in range(n)]
 
 
-@pytest.mark.parametrize("task", task_params())
-def test_replay_determinism(task):
-    actions = random_actions(task, min(task.max_steps, REPLAY_DECISIONS))
-    first = rollout(task, actions)
-    second = rollout(task, actions)
-    assert first[0] == second[0], "frame hashes differ between two replays"
-    assert first[1:] == second[1:], "score / pass / outcome differ between two replays"
-
-
-@pytest.mark.parametrize("task", task_params())
-def test_contract_and_score_bounds(task):
-    env = make_env(task)
-    try:
-        frame = env.reset()
+def play(env, actions, check=False):
+    """Reset, play ``actions`` until the episode ends; return hashes and per-step trace."""
+    task = env.task
+    frame = env.reset()
+    if check:
         assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3
         assert 0.0 <= env.score() <= 100.0
         with pytest.raises(InvalidActionError):
             env.step("Definitely Not An Action")
-        for a in random_actions(task, task.max_steps, salt="bounds"):
-            s = env.step(a)
+    hashes = [frame_sha256(frame)]
+    trace = []
+    for a in actions:
+        if env.done:
+            break
+        s = env.step(a)
+        hashes.append(s.frame_sha256)
+        trace.append((s.score, s.passed, s.outcome, s.terminated, s.truncated))
+        if check:
             assert 0.0 <= s.score <= 100.0
             assert s.index <= task.max_steps
-            if s.done:
-                break
-        assert env.done or env.steps == task.max_steps
-        assert env.outcome in ("Victory", "Terminated", "Time Out", "Draw")
+    return hashes, trace, env.score(), env.passed(), env.outcome
+
+
+@pytest.mark.parametrize("task", task_params())
+def test_contract_bounds_and_replay_determinism(task):
+    """A random episode to its end respects the contract; replaying its actions in a
+    fresh env reproduces every frame hash, score, pass flag and outcome."""
+    actions = random_actions(task, task.max_steps)
+    env = make_env(task)
+    try:
+        first = play(env, actions, check=True)
+        assert env.done and env.outcome in ("Victory", "Terminated", "Time Out", "Draw")
         if env.outcome == "Time Out":
             assert env.steps == task.max_steps
         with pytest.raises(EpisodeOverError):
             env.step(task.action_names[0])
     finally:
         env.close()
+    env = make_env(task)
+    try:
+        second = play(env, actions)
+    finally:
+        env.close()
+    assert first[0] == second[0], "frame hashes differ between two replays"
+    assert first[1:] == second[1:], "score / pass / outcome differ between two replays"
 
 
 def _start_key(t):
@@ -89,8 +81,6 @@ def _start_key(t):
 def test_start_frames_differ_where_start_state_differs(env_key):
     tasks = [t for t in ALL_TASKS if t.env.env == env_key]
     by_hash = defaultdict(list)
-    from vical.envs.core import frame_sha256
-
     for t in tasks:
         env = make_env(t)
         try:
