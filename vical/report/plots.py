@@ -98,7 +98,7 @@ def failure_by_type_figure(rows: Sequence[Mapping[str, Any]], title_suffix: str 
 def episode_length_figure(by_run: Mapping[str, Sequence[int]], stats: Sequence[Mapping]) -> bytes:
     """Left: episode-length box plots per run. Right: outcome categories per run."""
     names = list(by_run)
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 0.55 * len(names) + 2.2))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 0.55 * len(names) + 2.4), layout="constrained")
     a1.boxplot([list(by_run[n]) for n in names], orientation="horizontal", tick_labels=names)
     a1.invert_yaxis()
     a1.set_xlabel("episode length L (agent steps)")
@@ -110,6 +110,7 @@ def episode_length_figure(by_run: Mapping[str, Sequence[int]], stats: Sequence[M
         a2.barh([s["run"] for s in stats], vals, left=left, color=color, label=k.replace("_", " "))
         left += vals
     a2.invert_yaxis()
+    a2.tick_params(labelleft=False)  # same rows, same order as the left panel
     a2.set_xlim(0, 100)
     a2.set_xlabel("% of episodes")
     a2.set_title("Early success / early death / budget reached")
@@ -155,6 +156,9 @@ def strata_figure(rows: Sequence[Mapping[str, Any]]) -> bytes:
     fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(rows) + 2), 4))
     x = np.arange(len(rows))
     ax.bar(x, [r["delta"] for r in rows], color=[TIER_COLORS[r["tier"]] for r in rows])
+    deltas = [r["delta"] for r in rows]
+    ax.set_ylim(min(0.0, min(deltas) - 5), max(75.0, max(deltas) + 5))
+    ax.axhline(0, c="k", lw=0.6)
     ax.axhline(70, ls="--", c="k", lw=0.8)
     ax.axhline(30, ls="--", c="k", lw=0.8)
     ax.set_xticks(x, [r["env"] for r in rows], rotation=70, ha="right", fontsize=8)
@@ -167,7 +171,7 @@ def strata_figure(rows: Sequence[Mapping[str, Any]]) -> bytes:
 
 def associations_figure(cells: Mapping[str, Any]) -> bytes:
     """Table 24: cell values by binary attribute, with r_pb in the panel titles."""
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
     for ax, key, groups, ylabel in (
         (a1, "memory_score", ("Single", "Multiple"), "model–environment mean score"),
         (a2, "dynamics_tokens", ("Static", "Dynamic"), "log tokens, standardized within run"),
@@ -179,13 +183,23 @@ def associations_figure(cells: Mapping[str, Any]) -> bytes:
             ax.scatter(i + rng.uniform(-0.12, 0.12, len(ys)), ys, s=18, alpha=0.7, label=g)
             if ys:
                 ax.hlines(np.mean(ys), i - 0.25, i + 0.25, colors="k")
+        if not any(data["values"].get(g) for g in groups):
+            ax.text(
+                0.5,
+                0.5,
+                "no cells (no token usage logged)",
+                ha="center",
+                transform=ax.transAxes,
+                color="#666",
+            )
         r, p = data["r_pb"], data["p"]
         stat = "r_pb undefined" if r is None else f"r_pb={r:+.3f}, p={p:.3g}"
         ax.set_xticks([0, 1], groups)
         ax.set_xlabel(key.split("_")[0])
         ax.set_ylabel(ylabel)
         ax.set_title(f"{key.replace('_', ' vs ')} ({stat})", fontsize=10)
-        ax.legend(fontsize=8)
+        if any(data["values"].get(g) for g in groups):
+            ax.legend(fontsize=8)
     fig.suptitle("Task-attribute associations (black bars: group means)")
     return _png(fig)
 
