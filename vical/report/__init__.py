@@ -1,5 +1,11 @@
-"""Reports: Table-1 aggregation and the paper's analyses, computed from result files only."""
+"""Reports: Table-1 aggregation and the paper's analyses, computed from result files only.
 
+``table`` aggregates Table 1; ``analyses`` holds one pure function per analysis
+of the paper; ``plots`` draws their figures; ``sections`` lays every table out
+once for ``document`` (Markdown, JSON) and ``html`` (the self-contained page).
+"""
+
+from vical.report.document import build_document, write_document
 from vical.report.table import RunReport, build_report, render_markdown
 
-__all__ = ["RunReport", "build_report", "render_markdown"]
+__all__ = ["RunReport", "build_document", "build_report", "render_markdown", "write_document"]

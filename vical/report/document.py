@@ -174,7 +174,7 @@ def make_figures(doc: dict[str, Any]) -> dict[str, tuple[str, bytes]]:
         figs["demo_context"] = (
             "Demonstration context per task: sampled frames (start + one per action + "
             "terminal, over the task's clips) (Figure 6).",
-            plots.demo_context_figure(list(dc["frames"].values())),
+            plots.demo_context_figure(list(dc["frames"].values()), n_tasks=dc["tasks"]),
         )
     if a["trajectories"]:
         task = a["trajectory_task"]

@@ -204,7 +204,9 @@ def associations_figure(cells: Mapping[str, Any]) -> bytes:
     return _png(fig)
 
 
-def demo_context_figure(frames: Sequence[int], paper_mean: float | None = 45.73) -> bytes:
+def demo_context_figure(
+    frames: Sequence[int], n_tasks: int | None = None, paper_mean: float | None = 45.73
+) -> bytes:
     """Figure 6: histogram of sampled demonstration frames per task (= seconds at 1 fps)."""
     fig, ax = plt.subplots(figsize=(7, 3.6))
     if frames:
@@ -215,7 +217,12 @@ def demo_context_figure(frames: Sequence[int], paper_mean: float | None = 45.73)
         ax.axvline(paper_mean, c="#e53935", ls=":", label=f"paper mean {paper_mean}")
     ax.set_xlabel("demonstration context per task (sampled frames = seconds at 1 fps)")
     ax.set_ylabel("tasks")
-    ax.set_title(f"Demonstration-context distribution over {len(frames)} tasks")
+    of = (
+        f" (of {n_tasks} tasks; the others have no clips yet)"
+        if n_tasks and n_tasks > len(frames)
+        else ""
+    )
+    ax.set_title(f"Demonstration context of {len(frames)} tasks with demo clips{of}", fontsize=10)
     ax.legend(fontsize=8)
     return _png(fig)
 
