@@ -415,3 +415,106 @@ CONTROLLERS: dict[str, Callable[[VicalEnv], str]] = {
     "mountaincar": mountaincar_policy,
     "acrobot": acrobot_policy,
 }
+
+
+# ---------------------------------------------------------------------------
+# grid-world planner experts (MiniGrid: exact model, shortest route)
+# ---------------------------------------------------------------------------
+def planner_route(task: TaskSpec) -> list[str]:
+    """The MiniGrid planner's shortest route from the task's start (after its init actions)."""
+    from vical.envs.minigrid import plan
+
+    env = make_env(task)
+    try:
+        env.reset()
+        return plan(env)
+    finally:
+        env.close()
+
+
+def replay_actions(task: TaskSpec, actions: list[str]) -> ExpertResult:
+    """Play ``actions`` from the task's start, stopping early if the episode ends."""
+    env = make_env(task)
+    try:
+        env.reset()
+        done: list[str] = []
+        s: Step | None = None
+        for a in actions:
+            if env.done:
+                break
+            s = env.step(a)
+            done.append(a)
+        if s is None:
+            return ExpertResult([], "", 0.0, False)
+        return ExpertResult(done, s.outcome or "", s.score, s.passed)
+    finally:
+        env.close()
+
+
+# ---------------------------------------------------------------------------
+# ALE decision-level experts (the game modules' own search helpers)
+# ---------------------------------------------------------------------------
+def ale_decision_sim(task: TaskSpec) -> Any:
+    """A :class:`~vical.envs.ale_games._search.DecisionSim` at the task's start.
+
+    The sim resets with the task's seed and initial skip, then plays the
+    task's init actions, so it stands where the agent (or a clip) starts.
+    """
+    import importlib
+
+    from vical.envs.ale import ALEAdapter
+    from vical.envs.ale_games._search import DecisionSim
+
+    try:
+        module = importlib.import_module(f"vical.envs.ale_games.{task.env.env}")
+        adapter_cls = getattr(module, "Adapter", ALEAdapter)
+    except ModuleNotFoundError:
+        adapter_cls = ALEAdapter
+    sim = DecisionSim(task.env, task.variant, adapter_cls)
+    for a in task.variant.init_actions:
+        sim.step(a)
+    return sim
+
+
+def ale_expert(
+    task: TaskSpec, play: Callable[[Any, int], list[str]], n: int | None = None
+) -> ExpertResult:
+    """Actions chosen by ``play(sim, n)`` on a decision sim at the task's start,
+    cut where the task's own episode ends (replayed on :class:`VicalEnv`)."""
+    sim = ale_decision_sim(task)
+    try:
+        actions = play(sim, n or task.max_steps)
+    finally:
+        sim.adapter.close()
+    return replay_actions(task, actions[: n or task.max_steps])
+
+
+def play_until(
+    sim: Any,
+    policy: Callable[[Any, random.Random], str],
+    event: Callable[[Any, Any, int], bool],
+    *,
+    seed: int = 0,
+    limit: int = 200,
+    after: int = 0,
+    after_action: str = "NOOP",
+) -> list[str] | None:
+    """Decisions of ``policy`` until ``event(sim, outcome, height_before)`` fires, plus ``after``
+    decisions of ``after_action`` to show what follows; None if the event never comes."""
+    rng = random.Random(seed)
+    actions: list[str] = []
+    while len(actions) < limit:
+        before = sim.ram().copy()
+        a = policy(sim, rng)
+        o = sim.step(a)
+        actions.append(a)
+        if event(sim, o, before):
+            for _ in range(after):
+                if o.ended:
+                    break
+                o = sim.step(after_action)
+                actions.append(after_action)
+            return actions
+        if o.ended:
+            return None
+    return None

@@ -16,20 +16,28 @@ found by seeded random play.
 
 from __future__ import annotations
 
+import importlib
 import os
+import random
 import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from vical.demos.experts import (
     CONTROLLERS,
     ExpertResult,
+    ale_decision_sim,
+    ale_expert,
     bfs_expert,
     failure_search,
+    planner_route,
+    play_until,
+    replay_actions,
     run_policy,
     search_expert,
 )
@@ -50,6 +58,8 @@ class ClipPlan:
     initial_skip: int = 0
     init_actions: list[str] = field(default_factory=list)
     horizon: int | None = None
+    # the task variant whose settings (env_kwargs) the clip starts from; default: the base task
+    on: str | None = None
 
     def task(self, base: TaskSpec) -> TaskSpec:
         probe = DemoClip(
@@ -76,9 +86,15 @@ def base_task(spec: EnvSpec) -> TaskSpec:
     return TaskSpec(env=spec, variant=v)
 
 
+def variant_task(spec: EnvSpec, variant: str | None) -> TaskSpec:
+    if variant is None:
+        return base_task(spec)
+    return TaskSpec(env=spec, variant=next(t for t in spec.tasks if t.variant == variant))
+
+
 def run_plan(spec: EnvSpec, plan: ClipPlan) -> DemoClip | None:
     """Run a clip's expert from its start and return the clip (None if it found nothing)."""
-    base = base_task(spec)
+    base = variant_task(spec, plan.on)
     res = plan.expert(plan.task(base))
     if res is None or not res.actions:
         return None
@@ -334,6 +350,512 @@ def _assign_generic(spec: EnvSpec, clips: list[DemoClip]) -> list[list[str]]:
 
 
 # ---------------------------------------------------------------------------
+# pooled family recipes: clip pools per group of tasks that share simulator
+# settings, assigned to tasks by frame budget
+# ---------------------------------------------------------------------------
+@dataclass
+class Pool:
+    """Clips shared by the tasks of one settings group: successes and failures."""
+
+    variants: list[str]
+    wins: list[str] = field(default_factory=list)
+    fails: list[str] = field(default_factory=list)
+
+
+# Per-task frame budgets, cycled over a group's tasks (mean 45.6, within 10-80):
+# a package takes clips until it reaches its budget, so packages hold 1-4 clips.
+FRAME_BUDGETS = (40, 52, 30, 60, 45, 36, 56)
+
+
+def _rotate(ids: list[str], k: int) -> list[str]:
+    if not ids:
+        return []
+    k %= len(ids)
+    return ids[k:] + ids[:k]
+
+
+def assign_pools(spec: EnvSpec, pools: list[Pool], clips: dict[str, DemoClip]) -> list[list[str]]:
+    """Clip ids per task (file order): a success first, a failure second on every other
+    task, then more clips while that brings the package nearer its frame budget (at
+    most 4 clips, 10-80 frames)."""
+    chosen: dict[str, list[str]] = {}
+    for gi, pool in enumerate(pools):
+        wins = [c for c in pool.wins if c in clips]
+        fails = [c for c in pool.fails if c in clips]
+        for i, v in enumerate(pool.variants):
+            w, f = _rotate(wins, i), _rotate(fails, i // 2)
+            order = [*w[:1], *f[:1], *w[1:], *f[1:]] if i % 2 else [*w, *f]
+            if not order:
+                chosen[v] = []
+                continue
+            budget = FRAME_BUDGETS[(i + 3 * gi) % len(FRAME_BUDGETS)]
+            ids, total = [order[0]], _frames(clips[order[0]])
+            for c in order[1:]:
+                n = _frames(clips[c])
+                # take a clip while under budget if it lands nearer the budget than stopping
+                nearer = total < budget and total + n - budget <= budget - total
+                if len(ids) < 4 and (nearer or total < MIN_FRAMES) and total + n <= MAX_FRAMES:
+                    ids.append(c)
+                    total += n
+            chosen[v] = ids
+    return [chosen.get(v.variant, []) for v in spec.tasks]
+
+
+def settings_groups(spec: EnvSpec) -> list[list[str]]:
+    """Task variants grouped by their simulator settings (env_kwargs), in file order."""
+    groups: dict[str, list[str]] = {}
+    for v in spec.tasks:
+        key = repr(sorted(TaskSpec(env=spec, variant=v).env_kwargs.items()))
+        groups.setdefault(key, []).append(v.variant)
+    return list(groups.values())
+
+
+def _group_tag(spec: EnvSpec, variant: str) -> str:
+    """Short id part naming a group's own settings (variant-level env_kwargs)."""
+    v = next(t for t in spec.tasks if t.variant == variant)
+    return "-".join(f"{k.split('_')[0]}{x}" for k, x in sorted(v.env_kwargs.items()))
+
+
+def _start_hash(spec: EnvSpec, on: str, seed: int, skip: int, init: list[str]) -> str | None:
+    probe = DemoClip(
+        id="probe",
+        seed=seed,
+        initial_skip=skip,
+        init_actions=init,
+        actions=["-"],
+        label="Victory",
+        source="-",
+    )
+    try:
+        return task_start_sha256(clip_task(variant_task(spec, on), probe))
+    except RuntimeError:  # the start cannot be reached (the game ended on the way)
+        return None
+
+
+def _replayed(actions: list[str]) -> Callable[[TaskSpec], ExpertResult]:
+    acts = list(actions)
+    return lambda t: replay_actions(t, acts)
+
+
+# -- MiniGrid: the exact-model planner --------------------------------------
+PLANNER = (
+    "scripted expert: shortest route found by breadth-first search over the exact grid "
+    "model (vical.envs.minigrid.plan)"
+)
+
+
+def _planner_expert(t: TaskSpec) -> ExpertResult:
+    return replay_actions(t, planner_route(t))
+
+
+def _route_seeds(
+    spec: EnvSpec, on: str, n: int, max_len: int, exclude: set[int]
+) -> list[tuple[int, list[str]]]:
+    """``n`` layouts (seed, shortest route) of a group's settings that no task uses,
+    with routes of 12 to ``max_len`` decisions; seeds tried in a fixed order."""
+    base = variant_task(spec, on)
+    out = []
+    for j in range(400):
+        seed = 100 + 37 * j
+        if seed in exclude:
+            continue
+        v = base.variant.model_copy(update={"seed": seed, "demos": []})
+        try:
+            route = planner_route(TaskSpec(env=spec, variant=v))
+        except RuntimeError:
+            continue
+        if 12 <= len(route) <= max_len:
+            out.append((seed, route))
+        if len(out) == n:
+            break
+    return out
+
+
+def minigrid_recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
+    """Per settings group: a full shortest route, a route joined midway, and a failure.
+
+    The failure is the family's own mistake: MultiRoom closes a door it has
+    just opened and walks into it; UnlockPickup opens the box with Toggle,
+    which destroys it and ends the episode.
+    """
+    exclude = {t.seed for t in spec.tasks}
+    unlock = spec.env == "unlockpickup"
+    max_len = min(spec.max_steps - 4, 34 if unlock else 44)
+    plans: list[ClipPlan] = []
+    pools: list[Pool] = []
+    for group in settings_groups(spec):
+        on, tag = group[0], _group_tag(spec, group[0])
+        seeds = _route_seeds(spec, on, 3, max_len, exclude)
+        pool = Pool(variants=group)
+        pools.append(pool)
+        if not seeds:
+            continue
+        seed, route = seeds[0]
+        plans.append(
+            ClipPlan(f"{spec.env}-{tag}-seed{seed}-route", _planner_expert, PLANNER, seed, on=on)
+        )
+        pool.wins.append(plans[-1].id)
+        if len(seeds) > 1:
+            # joined midway: after the key is picked up / after the second door
+            seed, route = seeds[1]
+            if unlock:
+                k = route.index("Pickup") + 1
+            else:
+                toggles = [i for i, a in enumerate(route) if a == "Toggle"]
+                k = toggles[1] if len(toggles) > 1 else len(route) // 3
+            plans.append(
+                ClipPlan(
+                    f"{spec.env}-{tag}-seed{seed}-from-step{k}",
+                    _planner_expert,
+                    PLANNER + f"; the clip starts after the route's first {k} decisions",
+                    seed,
+                    init_actions=route[:k],
+                    on=on,
+                )
+            )
+            pool.wins.append(plans[-1].id)
+        if len(seeds) > 2:
+            seed, route = seeds[2]
+            if unlock:
+                d = route.index("Toggle")  # the locked door, opened with the key
+                init, acts = route[: d + 1], [*route[d + 1 : -1], "Toggle"]
+                note = (
+                    "scripted failure: planner route to the box with the door already open, "
+                    "then Toggle instead of Pickup opens the box and destroys it"
+                )
+                cid = f"{spec.env}-{tag}-seed{seed}-box-toggled"
+            else:
+                j = route.index("Toggle")
+                s0 = max(0, j - 6)
+                init, acts = route[:s0], [*route[s0 : j + 1], "Toggle", "Forward", "Forward"]
+                note = (
+                    "scripted failure: planner route to the first door, Toggle opens it, a "
+                    "second Toggle closes it again and Forward is blocked"
+                )
+                cid = f"{spec.env}-{tag}-seed{seed}-door-reclosed"
+            plans.append(
+                ClipPlan(
+                    cid, _replayed(acts), note, seed, init_actions=init, horizon=len(acts), on=on
+                )
+            )
+            pool.fails.append(cid)
+    return plans, pools
+
+
+# -- ALE: the game modules' search helpers -----------------------------------
+@dataclass(frozen=True)
+class AleRecipe:
+    """How to make one ALE game's clips.
+
+    ``win(sim, n, seed)`` returns expert decisions from a decision sim;
+    ``warm(sim, n, seed)`` deathless play that carries a start later into the
+    game. ``wins``: (extra skipped frames, warm-up decisions, clip decisions)
+    per success clip. The failure clip plays ``fail_policy`` from a start
+    (``fail_start``: extra skip, warm-up) until ``fail_event`` fires, plus
+    ``fail_after`` NOOP decisions, and keeps the last ``fail_len`` decisions.
+    """
+
+    win: Callable[[Any, int, int], list[str]]
+    warm: Callable[[Any, int, int], list[str]]
+    wins: tuple[tuple[int, int, int], ...]
+    fail_policy: Callable[[Any, random.Random], str]
+    fail_event: Callable[[Any, Any, Any], bool]
+    fail_start: tuple[int, int]
+    fail_len: int
+    win_note: str
+    fail_note: str
+    fail_after: int = 0
+
+
+def _module(env: str):
+    return importlib.import_module(f"vical.envs.ale_games.{env}")
+
+
+def _chunk(env: str) -> Callable[[Any, int, int], list[str]]:
+    def win(sim, n, seed):
+        from vical.envs.ale_games._search import chunk_search
+
+        return chunk_search(sim, _module(env).policy, n, seed=seed, candidates=8)
+
+    return win
+
+
+def _deathless(env: str) -> Callable[[Any, int, int], list[str]]:
+    def warm(sim, n, seed):
+        from vical.envs.ale_games._search import play_without_dying
+
+        return play_without_dying(sim, _module(env).policy, n, seed=seed) if n else []
+
+    return warm
+
+
+def _freeway_win(sim, n, seed):
+    return _module("freeway").expert_actions(sim, limit=n)
+
+
+def _freeway_warm(sim, n, seed):
+    out = []
+    for _ in range(n):
+        a = _module("freeway").safe_step(sim, depth=2)
+        sim.step(a)
+        out.append(a)
+    return out
+
+
+def _pong_track(sim, n, seed):
+    out = []
+    for _ in range(n):
+        a = _module("pong").track(sim)
+        sim.step(a)
+        out.append(a)
+    return out
+
+
+def _life_lost(sim, o, before) -> bool:
+    return o.life_lost or o.ended
+
+
+def _hold(name: str) -> Callable[[Any, random.Random], str]:
+    return lambda sim, rng: name
+
+
+def _policy_of(env: str) -> Callable[[Any, random.Random], str]:
+    return lambda sim, rng: _module(env).policy(sim, rng)
+
+
+CHUNK = (
+    "search expert: random-shooting planner over the game's seeded policy with the emulator's "
+    "cloneState/restoreState, 8 candidates per 5-decision chunk, deaths avoided "
+    "(vical.envs.ale_games._search.chunk_search)"
+)
+
+ALE_RECIPES: dict[str, AleRecipe] = {
+    "demonattack": AleRecipe(
+        win=_chunk("demonattack"),
+        warm=_deathless("demonattack"),
+        wins=((7, 0, 34), (7, 45, 30), (7, 100, 26)),
+        fail_policy=_hold("NOOP"),
+        fail_event=_life_lost,
+        fail_start=(7, 20),
+        fail_len=16,
+        win_note=CHUNK,
+        fail_note="scripted failure: NOOP held (no dodging, no shooting) until a demon's shot costs a life",
+    ),
+    "enduro": AleRecipe(
+        win=_chunk("enduro"),
+        warm=_deathless("enduro"),
+        wins=((7, 0, 34), (1400, 6, 28), (7, 36, 24)),
+        fail_policy=_hold("NOOP"),
+        fail_event=lambda sim, o, before: o.reward < 0,
+        fail_start=(7, 30),
+        fail_len=14,
+        fail_after=3,
+        win_note=CHUNK,
+        fail_note="scripted failure: NOOP held (no gas) until cars overtake the player and take passed cars back",
+    ),
+    "freeway": AleRecipe(
+        win=_freeway_win,
+        warm=_freeway_warm,
+        wins=((7, 0, 60), (7, 14, 50)),
+        fail_policy=_hold("Up"),
+        fail_event=lambda sim, o, before: int(sim.ram()[14]) < int(before[14]) - 8,
+        fail_start=(31, 0),
+        fail_len=14,
+        fail_after=3,
+        win_note=(
+            "search expert: exhaustive three-deep look-ahead over Up / NOOP / Down with the emulator's "
+            "cloneState/restoreState until the chicken crosses (vical.envs.ale_games.freeway.expert_actions)"
+        ),
+        fail_note="scripted failure: Up held without looking until a car knocks the chicken back to the curb",
+    ),
+    "frostbite": AleRecipe(
+        win=_chunk("frostbite"),
+        warm=_deathless("frostbite"),
+        wins=((30, 0, 30), (70, 3, 30), (20, 6, 30)),
+        fail_policy=_policy_of("frostbite"),
+        fail_event=_life_lost,
+        fail_start=(40, 0),
+        fail_len=14,
+        win_note=CHUNK,
+        fail_note="failure clip: the game's seeded random hopper, without look-ahead, until a life is lost",
+    ),
+    "mspacman": AleRecipe(
+        win=_chunk("mspacman"),
+        warm=_deathless("mspacman"),
+        wins=((7, 0, 34), (7, 30, 28), (7, 60, 24)),
+        fail_policy=_hold("Up"),
+        fail_event=_life_lost,
+        fail_start=(7, 6),
+        fail_len=16,
+        win_note=CHUNK,
+        fail_note="scripted failure: Up held without regard for the ghosts until one catches Ms. Pac-Man",
+    ),
+    "pong": AleRecipe(
+        win=_pong_track,
+        warm=_pong_track,
+        wins=((7, 0, 30), (7, 20, 26)),
+        fail_policy=_hold("NOOP"),
+        fail_event=lambda sim, o, before: o.reward < 0,
+        fail_start=(7, 8),
+        fail_len=14,
+        fail_after=2,
+        win_note=(
+            "scripted expert: RAM ball tracker that moves the paddle's middle toward the ball's "
+            "height (vical.envs.ale_games.pong.track)"
+        ),
+        fail_note="scripted failure: NOOP held, the paddle stays put and the opponent scores",
+    ),
+}
+
+
+def _ale_win_expert(recipe: AleRecipe, n: int, seed: int) -> Callable[[TaskSpec], ExpertResult]:
+    """The recipe's expert; the first of a few seeds whose clip passes (else the best score)."""
+
+    def expert(t: TaskSpec) -> ExpertResult:
+        best = None
+        for s in (seed, seed + 100, seed + 200):
+            r = ale_expert(t, lambda sim, k, s=s: recipe.win(sim, k, s), n)
+            if r.passed and r.outcome != "Terminated":
+                return r
+            if best is None or (r.outcome != "Terminated", r.score) > (
+                best.outcome != "Terminated",
+                best.score,
+            ):
+                best = r
+        return best
+
+    return expert
+
+
+def ale_recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
+    """Per settings group: expert clips from shifted and warmed-up starts, plus a failure."""
+    recipe = ALE_RECIPES[spec.env]
+    taken = _task_start_hashes(spec)
+    plans: list[ClipPlan] = []
+    pools: list[Pool] = []
+    for gi, group in enumerate(settings_groups(spec)):
+        on = group[0]
+        base = variant_task(spec, on)
+        seed0, skip0 = base.variant.seed, base.variant.initial_skip
+        tag = _group_tag(spec, on)
+        prefix = f"{spec.env}-{tag}" if tag else spec.env
+        pool = Pool(variants=group)
+        pools.append(pool)
+        for j, (shift, warm_n, n) in enumerate(recipe.wins):
+            start = _ale_start(spec, recipe, on, seed0, skip0 + shift, warm_n, 10 * gi + j, taken)
+            if start is None:
+                continue
+            skip, init = start
+            cid = f"{prefix}-k{skip}-w{len(init)}-expert"
+            plans.append(
+                ClipPlan(
+                    cid,
+                    _ale_win_expert(recipe, n, seed=j + 1),
+                    recipe.win_note,
+                    seed0,
+                    skip,
+                    init_actions=init,
+                    horizon=n,
+                    on=on,
+                )
+            )
+            pool.wins.append(cid)
+        fail = _ale_failure(spec, recipe, on, seed0, skip0, taken, 10 * gi)
+        if fail is not None:
+            skip, init, acts = fail
+            cid = f"{prefix}-k{skip}-w{len(init)}-loss"
+            plans.append(
+                ClipPlan(
+                    cid,
+                    _replayed(acts),
+                    recipe.fail_note,
+                    seed0,
+                    skip,
+                    init_actions=init,
+                    horizon=len(acts),
+                    on=on,
+                )
+            )
+            pool.fails.append(cid)
+    return plans, pools
+
+
+def _ale_sim(spec: EnvSpec, on: str, seed: int, skip: int):
+    base = variant_task(spec, on)
+    v = base.variant.model_copy(
+        update={"seed": seed, "initial_skip": skip, "init_actions": [], "init_source": None}
+    )
+    return ale_decision_sim(TaskSpec(env=spec, variant=v))
+
+
+def _ale_start(
+    spec: EnvSpec,
+    recipe: AleRecipe,
+    on: str,
+    seed: int,
+    skip: int,
+    warm_n: int,
+    warm_seed: int,
+    taken: set[str],
+) -> tuple[int, list[str]] | None:
+    """(initial skip, warm-up decisions) of a start whose frame no task opens on (and no
+    other clip starts from); the skip grows a frame at a time on a clash."""
+    for extra in range(6):
+        sim = _ale_sim(spec, on, seed, skip + extra)
+        try:
+            init = recipe.warm(sim, warm_n, warm_seed)
+        except RuntimeError:  # no deathless warm-up from here
+            continue
+        finally:
+            sim.adapter.close()
+        h = _start_hash(spec, on, seed, skip + extra, init)
+        if h is not None and h not in taken:
+            taken.add(h)
+            return skip + extra, init
+    return None
+
+
+def _ale_failure(
+    spec: EnvSpec,
+    recipe: AleRecipe,
+    on: str,
+    seed: int,
+    skip0: int,
+    taken: set[str],
+    warm_seed: int,
+) -> tuple[int, list[str], list[str]] | None:
+    shift, warm_n = recipe.fail_start
+    for extra in range(6):
+        skip = skip0 + shift + extra
+        sim = _ale_sim(spec, on, seed, skip)
+        try:
+            warm = recipe.warm(sim, warm_n, warm_seed)
+            acts = play_until(
+                sim, recipe.fail_policy, recipe.fail_event, seed=warm_seed, after=recipe.fail_after
+            )
+        except RuntimeError:
+            continue
+        finally:
+            sim.adapter.close()
+        if acts is None:
+            continue
+        cut = max(0, len(acts) - recipe.fail_len)
+        init, clip = warm + acts[:cut], acts[cut:]
+        h = _start_hash(spec, on, seed, skip, init)
+        if h is not None and h not in taken:
+            taken.add(h)
+            return skip, init, clip
+    return None
+
+
+FAMILY_RECIPES: dict[str, Callable[[EnvSpec], tuple[list[ClipPlan], list[Pool]]]] = {
+    "multiroom": minigrid_recipe,
+    "unlockpickup": minigrid_recipe,
+    **{env: ale_recipe for env in ALE_RECIPES},
+}
+
+
+# ---------------------------------------------------------------------------
 # the entry points
 # ---------------------------------------------------------------------------
 def make_demos(env_key: str, tasks_dir: Path = TASKS_DIR) -> dict[str, list[DemoClip]]:
@@ -345,8 +867,12 @@ def make_demos(env_key: str, tasks_dir: Path = TASKS_DIR) -> dict[str, list[Demo
     """
     spec = load_env_file(Path(tasks_dir) / f"{env_key}.yaml")
     recipes = _recipes()
+    pools = None
     if env_key in recipes:
         plans, assignment = recipes[env_key]
+    elif env_key in FAMILY_RECIPES:
+        plans, pools = FAMILY_RECIPES[env_key](spec)
+        assignment = None
     else:
         plans, assignment = generic_plans(spec), None
     clips = {}
@@ -354,7 +880,9 @@ def make_demos(env_key: str, tasks_dir: Path = TASKS_DIR) -> dict[str, list[Demo
         clip = run_plan(spec, plan)
         if clip is not None:
             clips[clip.id] = clip
-    if assignment is None:
+    if pools is not None:
+        assignment = assign_pools(spec, pools, clips)
+    elif assignment is None:
         assignment = _assign_generic(spec, list(clips.values()))
         assignment = _fit_generic(spec, clips, assignment)
     if len(assignment) != len(spec.tasks):
