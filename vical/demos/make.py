@@ -449,10 +449,10 @@ def _planner_expert(t: TaskSpec) -> ExpertResult:
 
 
 def _route_seeds(
-    spec: EnvSpec, on: str, n: int, max_len: int, exclude: set[int]
+    spec: EnvSpec, on: str, n: int, min_len: int, max_len: int, exclude: set[int]
 ) -> list[tuple[int, list[str]]]:
     """``n`` layouts (seed, shortest route) of a group's settings that no task uses,
-    with routes of 12 to ``max_len`` decisions; seeds tried in a fixed order."""
+    with routes of ``min_len`` to ``max_len`` decisions; seeds tried in a fixed order."""
     base = variant_task(spec, on)
     out = []
     for j in range(400):
@@ -464,7 +464,7 @@ def _route_seeds(
             route = planner_route(TaskSpec(env=spec, variant=v))
         except RuntimeError:
             continue
-        if 12 <= len(route) <= max_len:
+        if min_len <= len(route) <= max_len:
             out.append((seed, route))
         if len(out) == n:
             break
@@ -480,12 +480,14 @@ def minigrid_recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
     """
     exclude = {t.seed for t in spec.tasks}
     unlock = spec.env == "unlockpickup"
-    max_len = min(spec.max_steps - 4, 34 if unlock else 44)
+    # UnlockPickup layouts with longer routes, so that one or two clips make a package
+    min_len, max_len = (20, 34) if unlock else (12, 44)
+    max_len = min(spec.max_steps - 4, max_len)
     plans: list[ClipPlan] = []
     pools: list[Pool] = []
     for group in settings_groups(spec):
         on, tag = group[0], _group_tag(spec, group[0])
-        seeds = _route_seeds(spec, on, 3, max_len, exclude)
+        seeds = _route_seeds(spec, on, 3, min_len, max_len, exclude)
         pool = Pool(variants=group)
         pools.append(pool)
         if not seeds:
@@ -517,11 +519,13 @@ def minigrid_recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
         if len(seeds) > 2:
             seed, route = seeds[2]
             if unlock:
-                d = route.index("Toggle")  # the locked door, opened with the key
-                init, acts = route[: d + 1], [*route[d + 1 : -1], "Toggle"]
+                # start facing the locked door with the key (the adapter needs the door
+                # still locked at the start); unlock, walk to the box, Toggle it
+                d = route.index("Toggle")
+                init, acts = route[:d], [*route[d:-1], "Toggle"]
                 note = (
-                    "scripted failure: planner route to the box with the door already open, "
-                    "then Toggle instead of Pickup opens the box and destroys it"
+                    "scripted failure: from the locked door with the key, the planner route to "
+                    "the box, then Toggle instead of Pickup opens the box and destroys it"
                 )
                 cid = f"{spec.env}-{tag}-seed{seed}-box-toggled"
             else:
