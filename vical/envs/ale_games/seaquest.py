@@ -1,0 +1,89 @@
+"""Seaquest: shoot sharks and subs, rescue divers, surface for air.
+
+Table 7 rules: outer frame skip 5 with the action held for 2 slots (NOOP fill,
+in the YAML), a life loss ends the episode, and RAM-based bonuses reward the
+two mechanics the raw reward under-represents: every diver picked up
+(RAM byte 62, divers carried) adds ``diver_bonus`` points, and every
+successful surfacing (the carried count drops while the sub survives) adds
+``surface_bonus`` points. Kill points and the game's own surfacing points are
+counted as they come.
+
+"Auto-respawn support": the game never needs a button press to put a sub in
+play after reset (the first sub starts at the surface by itself), and any
+respawn after a lost sub is outside the task because the loss ends it, so no
+extra wrapper step is needed; ``prepare`` only asserts the sub is in play.
+"""
+
+from __future__ import annotations
+
+import random
+
+from vical.envs import make_env
+from vical.envs.ale import ALEAdapter
+from vical.envs.ale_games._group_c import generate_for_variants, search_init
+from vical.spec import EnvSpec, TaskVariant
+
+GENERATOR_SEED = 2026
+DIVERS = 62  # divers carried (0-6)
+PLAYER_Y = 97  # 13 at the surface, larger is deeper
+SURFACE_Y = 13
+INIT_MOVES = ["Down", "Down+Left", "Down+Right", "Down+Shoot", "Left", "Right", "Shoot", "NOOP"]
+
+
+class Adapter(ALEAdapter):
+    """Points plus RAM-based diver and surfacing bonuses."""
+
+    def start(self) -> None:
+        ram = self.ram()
+        self.divers = int(ram[DIVERS])
+        self.rescued = 0
+        self.surfacings = 0
+
+    def on_tick(self, tick) -> None:
+        super().on_tick(tick)
+        now = int(self.ram()[DIVERS])
+        if now > self.divers:
+            self.rescued += now - self.divers
+            self.total += float(self.task.params["diver_bonus"]) * (now - self.divers)
+        elif now < self.divers and not tick.terminated and self.lives_left_unchanged():
+            self.surfacings += 1
+            self.total += float(self.task.params["surface_bonus"])
+        self.divers = now
+
+    def begin(self) -> None:
+        self.start_lives = self.lives()
+        super().begin()
+
+    def lives_left_unchanged(self) -> bool:
+        return self.lives() == self.start_lives
+
+    def depth(self) -> int:
+        return max(0, int(self.ram()[PLAYER_Y]) - SURFACE_Y)
+
+    def progress(self) -> dict:
+        return {"points": self.total, "divers_rescued": self.rescued, "surfacings": self.surfacings}
+
+
+def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
+    """Human-init sequences for Seaquest.
+
+    Strategy: after each task's warm-up skip, draw seeded random dives of 3-7
+    moves (mostly downward, some sideways moves and shots); keep the first that
+    stays alive, ends with the sub under water, gives a start frame no sibling
+    has, and ends where idling for six decisions loses the sub to an enemy
+    while some short plan survives.
+    """
+
+    def pick(env, v: TaskVariant, rng: random.Random, used: set[str]) -> list[str]:
+        return search_init(
+            env,
+            INIT_MOVES,
+            rng,
+            length=(3, 7),
+            danger_within=6,
+            plan_depth=6,
+            avoid=used,
+            accept=lambda e: e.adapter.depth() > 0,
+        )
+
+    return generate_for_variants(env_spec, make_env, pick, GENERATOR_SEED)

@@ -1,0 +1,136 @@
+"""Tennis: win the rally in progress.
+
+Table 7 rules, as implemented here:
+
+* Four unit-frame ALE steps per outer slot (``frameskip: 1, unit_steps: 4`` in
+  the YAML), so the ball's reversals are seen at fine time resolution.
+* Auto-swing before evaluation: in ``prepare`` the agent's player serves (FIRE
+  held for four unit frames) so every task starts with the ball in play; during the
+  rally the racket swings by itself whenever the ball is in reach, so the
+  agent's job is positioning.
+* Life loss: the first point the opponent wins counts as the lost life
+  (``lives`` drops from 1 to 0) and ends the episode; the first point the agent
+  wins ends it as a Victory.
+
+Score: 100 once the agent wins the point; before that, the agent's returns
+(ball-direction reversals at the agent's end of the court, from RAM) as an
+event count against the calibrated ``returns`` target.
+"""
+
+from __future__ import annotations
+
+import random
+
+from vical.envs import make_env
+from vical.envs.ale import ALEAdapter
+from vical.envs.ale_games._group_c import generate_for_variants, search_init
+from vical.envs.core import Tick
+from vical.envs.scoring import EventCounter
+from vical.spec import EnvSpec, TaskVariant
+
+GENERATOR_SEED = 2026
+BALL_DEPTH = 15  # ball position along the court; larger is nearer the top baseline
+SERVE_FRAMES = 4
+AGENT_DEPTH = 24  # the agent's (orange) player position along the court
+OPPONENT_DEPTH = 25
+INIT_MOVES = [
+    "Up",
+    "Down",
+    "Left",
+    "Right",
+    "Up+Left",
+    "Up+Right",
+    "Down+Left",
+    "Down+Right",
+    "NOOP",
+]
+
+
+class Adapter(ALEAdapter):
+    """One point of tennis: returns counted from RAM, the point's winner ends it."""
+
+    def reset(self, seed: int) -> None:
+        self.points_won = 0
+        self.points_lost = 0
+        self.returns = 0
+        self.last_depth: int | None = None
+        self.last_dir = 0
+        super().reset(seed)
+
+    def prepare(self) -> None:
+        # Auto-swing: serve (FIRE held for SERVE_FRAMES unit frames) so the
+        # rally is under way before any decision.
+        fire = self.native_index("FIRE")
+        for _ in range(SERVE_FRAMES):
+            self.env.step(fire)
+
+    def act(self, native) -> Tick:
+        tick = super().act(native)
+        if tick.reward > 0:
+            self.points_won += 1
+        elif tick.reward < 0:
+            self.points_lost += 1
+        self._track_ball()
+        return tick
+
+    def _track_ball(self) -> None:
+        ram = self.ram()
+        depth = int(ram[BALL_DEPTH])
+        agent_top = int(ram[AGENT_DEPTH]) > int(ram[OPPONENT_DEPTH])
+        if self.last_depth is not None and depth != self.last_depth:
+            direction = 1 if depth > self.last_depth else -1
+            toward_agent = 1 if agent_top else -1
+            # A reversal from "toward the agent" to "away from the agent" is a return.
+            if self.tracking and self.last_dir == toward_agent and direction == -toward_agent:
+                self.returns += 1
+                self.counter.add(1)
+            self.last_dir = direction
+        self.last_depth = depth
+
+    def lives(self) -> int | None:
+        return 1 - min(self.points_lost, 1)
+
+    def start(self) -> None:
+        self.counter = EventCounter(target=self.task.target("returns"))
+        self.won_at_start = self.points_won
+        self.returns = 0
+
+    def on_tick(self, tick: Tick) -> None:
+        self.total = float(self.returns)
+
+    def won(self) -> bool:
+        return self.tracking and self.points_won > self.won_at_start
+
+    def score(self) -> float:
+        return 100.0 if self.won() else self.counter.score()
+
+    def passed(self) -> bool:
+        return self.won()
+
+    def ending(self, native_terminated: bool) -> str | None:
+        if self.won():
+            return "Victory"
+        if native_terminated or self.points_lost:
+            return "Terminated"
+        return None
+
+    def progress(self) -> dict:
+        return {"returns": self.returns, "point_won": self.won()}
+
+
+def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
+    """Human-init sequences for Tennis.
+
+    Strategy: after the automatic serve and the one skipped step, draw seeded
+    random footwork of 2-8 moves; keep the first that leaves the point
+    undecided, gives a start frame no sibling task has, and ends where
+    standing still for eight decisions loses the point while some short
+    footwork plan keeps the rally alive (the ball is on its way to the agent).
+    """
+
+    def pick(env, v: TaskVariant, rng: random.Random, used: set[str]) -> list[str]:
+        return search_init(
+            env, INIT_MOVES, rng, length=(2, 8), danger_within=8, plan_depth=8, avoid=used
+        )
+
+    return generate_for_variants(env_spec, make_env, pick, GENERATOR_SEED)

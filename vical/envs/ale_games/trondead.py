@@ -1,0 +1,66 @@
+"""TRON Deadly Discs: survive the warriors' discs and knock them out with your own.
+
+Table 7 rules: RAM-selected variants and variant-specific targets. The
+variant's ``level`` parameter (0, 1, 2, 4 or 7) is written to RAM byte 74 right
+after reset. That byte is the game's wave counter: it selects the warriors'
+colour, aggression and the points each knock-out is worth, so each level has
+its own calibrated reward target (task-level ``targets``). A hit on Tron
+(RAM byte 72 counts hits; ale-py reports 5 - hits as lives) ends the episode.
+"""
+
+from __future__ import annotations
+
+import random
+
+from vical.envs import make_env
+from vical.envs.ale import ALEAdapter
+from vical.envs.ale_games._group_c import generate_for_variants, search_init
+from vical.spec import EnvSpec, TaskVariant
+
+GENERATOR_SEED = 2026
+LEVEL = 74  # wave counter: warriors' type and point value
+LEVELS = (0, 1, 2, 4, 7)
+INIT_MOVES = [
+    "Up",
+    "Down",
+    "Left",
+    "Right",
+    "Up+Left",
+    "Up+Right",
+    "Down+Left",
+    "Down+Right",
+    "Shoot",
+    "Left+Shoot",
+    "Right+Shoot",
+]
+
+
+class Adapter(ALEAdapter):
+    """Writes the variant's level to RAM after reset; default capped-ratio scoring."""
+
+    def prepare(self) -> None:
+        level = int(self.task.params.get("level", 0))
+        if level not in LEVELS:
+            raise ValueError(f"{self.task.id}: level must be one of {LEVELS}, got {level}")
+        self.ale.setRAM(LEVEL, level)
+
+    def progress(self) -> dict:
+        return {"reward": self.total, "level": int(self.task.params.get("level", 0))}
+
+
+def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
+    """Human-init sequences for Trondead.
+
+    Strategy: after reset and the RAM level write, draw seeded random
+    sequences of 3-8 runs and throws (the first move starts the wave); keep
+    the first that leaves Tron unhit, gives a start frame no sibling task has,
+    and ends where idling for six decisions gets Tron hit while some short
+    plan dodges.
+    """
+
+    def pick(env, v: TaskVariant, rng: random.Random, used: set[str]) -> list[str]:
+        return search_init(
+            env, INIT_MOVES, rng, length=(3, 8), danger_within=6, plan_depth=8, avoid=used
+        )
+
+    return generate_for_variants(env_spec, make_env, pick, GENERATOR_SEED)

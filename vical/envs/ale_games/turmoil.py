@@ -1,0 +1,41 @@
+"""Turmoil: shoot the enemies crossing seven lanes from a ship in the central shaft.
+
+Scoring is the default capped ratio of points earned since the start state;
+a life loss ends the episode (Table 7). This module adds the human-init
+generator only.
+"""
+
+from __future__ import annotations
+
+import random
+
+from vical.envs import make_env
+from vical.envs.ale import ALEAdapter
+from vical.envs.ale_games._group_c import generate_for_variants, search_init
+from vical.spec import EnvSpec, TaskVariant
+
+GENERATOR_SEED = 2026
+# Moves used for the human-init search: change lane, turn, shoot.
+INIT_MOVES = ["Up", "Down", "Left", "Right", "Shoot", "Right+Shoot", "Left+Shoot", "NOOP"]
+
+
+class Adapter(ALEAdapter):
+    """Default ALE scoring (points since the start state against a calibrated target)."""
+
+
+def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
+    """Human-init sequences for Turmoil.
+
+    Strategy: from the task's seed and 65 skipped frames, draw seeded random
+    sequences of 6-14 lane changes, turns and shots; keep the first one that
+    stays alive, reaches a start frame no sibling task has, and ends where
+    idling for eight decisions loses the ship while some short plan survives
+    (an enemy is bearing down on the ship's lane).
+    """
+
+    def pick(env, v: TaskVariant, rng: random.Random, used: set[str]) -> list[str]:
+        return search_init(
+            env, INIT_MOVES, rng, length=(6, 14), danger_within=8, plan_depth=8, avoid=used
+        )
+
+    return generate_for_variants(env_spec, make_env, pick, GENERATOR_SEED)
