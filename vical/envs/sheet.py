@@ -38,7 +38,10 @@ def start_sheet(tasks: list[TaskSpec], out: Path, columns: int = 5) -> None:
         x, y = c * CELL_W, r * (ch + cap)
         sheet.paste(Image.fromarray(f).resize((CELL_W, ch), Image.BILINEAR), (x, y))
         v = t.variant
-        draw.text((x + 3, y + ch + 2), f"{t.id} ({v.kind})", fill="white", font=font(12))
+        label = f"{t.id} ({v.kind})"
+        if len(label) > 34:
+            label = label[:33] + "…"
+        draw.text((x + 3, y + ch + 2), label, fill="white", font=font(11))
         draw.text(
             (x + 3, y + ch + 17),
             f"seed {v.seed} skip {v.initial_skip} init {len(v.init_actions)} max {t.max_steps}",
