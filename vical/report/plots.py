@@ -91,7 +91,7 @@ def failure_by_type_figure(rows: Sequence[Mapping[str, Any]], title_suffix: str 
     ax.set_ylabel("% of the type's failed episodes")
     ax.set_xlabel("game type (failed/all episodes)")
     ax.set_title("How failures end, by game type" + title_suffix)
-    ax.legend(loc="upper right", fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8)
     return _png(fig)
 
 
