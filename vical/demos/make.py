@@ -660,7 +660,7 @@ ALE_RECIPES: dict[str, AleRecipe] = {
     "freeway": AleRecipe(
         win=_freeway_win,
         warm=_freeway_warm,
-        wins=((7, 0, 60), (7, 14, 50)),
+        wins=((7, 0, 60), (7, 14, 50), (19, 4, 56)),
         fail_policy=_hold("Up"),
         fail_event=lambda sim, o, before: int(sim.ram()[14]) < int(before[14]) - 8,
         fail_start=(31, 0),
