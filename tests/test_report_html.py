@@ -14,7 +14,6 @@ from typer.testing import CliRunner
 from vical.cli import app
 from vical.run.results import EvalResult, atomic_write_json
 
-CHROMIUM = "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
 runner = CliRunner()
 
 # env -> (types, memory, dynamics, actions)
@@ -195,12 +194,7 @@ def test_single_run_without_random_has_no_strata(runs):
     assert not (a / "report.html").exists()
 
 
-@pytest.mark.skipif(
-    CHROMIUM is None, reason="/usr/bin/chromium not installed (.ci/run installs it)"
-)
-def test_html_report_in_headless_chromium(runs):
-    from playwright.sync_api import sync_playwright
-
+def test_html_report_in_headless_chromium(runs, browser):
     root, a, b, rand = runs
     out = root / "rep"
     r = runner.invoke(app, ["report", str(a), str(b), "--random", str(rand), "--out", str(out)])
@@ -211,40 +205,27 @@ def test_html_report_in_headless_chromium(runs):
     shutil.copy(out / "report.html", alone / "report.html")
     errors: list[str] = []
     failed: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("requestfailed", lambda req: failed.append(req.url))
-        page.goto((alone / "report.html").as_uri())
-        page.wait_for_load_state("load")
-        text = page.inner_text("body")
-        for h in HEADERS:
-            assert h in text, h
-        headers = page.locator("table thead th").all_inner_texts()
-        for h in ("Model", "All S", "All P%", "Δ", "TV", "Bias?", "φ_timeout", "Early death"):
-            assert h in headers, h
-        for f in FIGURES:
-            img = page.locator(f"#f-{f} img")
-            assert img.count() == 1, f
-            assert img.evaluate("el => el.complete && el.naturalWidth > 0"), f
-        assert page.locator("table").count() >= 12
-        # wide tables scroll inside their box; the page itself never scrolls sideways
-        assert page.evaluate("document.documentElement.scrollWidth") <= 1400
-        shot = root / "report.png"
-        page.screenshot(path=str(shot), full_page=True)
-        browser.close()
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("requestfailed", lambda req: failed.append(req.url))
+    page.goto((alone / "report.html").as_uri())
+    page.wait_for_load_state("load")
+    text = page.inner_text("body")
+    for h in HEADERS:
+        assert h in text, h
+    headers = page.locator("table thead th").all_inner_texts()
+    for h in ("Model", "All S", "All P%", "Δ", "TV", "Bias?", "φ_timeout", "Early death"):
+        assert h in headers, h
+    for f in FIGURES:
+        img = page.locator(f"#f-{f} img")
+        assert img.count() == 1, f
+        assert img.evaluate("el => el.complete && el.naturalWidth > 0"), f
+    assert page.locator("table").count() >= 12
+    # wide tables scroll inside their box; the page itself never scrolls sideways
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+    shot = root / "report.png"
+    page.screenshot(path=str(shot), full_page=True)
     assert not errors, errors
     assert not failed, failed
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000

@@ -207,44 +207,25 @@ def test_leaderboard_refuses_fabricated_bundle(setup, tmp_path):
     assert not (tmp_path / "s").exists() or not list((tmp_path / "s").iterdir())
 
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-@pytest.mark.skipif(CHROMIUM is None, reason="Chromium not installed (.ci/run installs it)")
-def test_leaderboard_page_in_headless_chromium(setup, tmp_path):
-    from playwright.sync_api import sync_playwright
-
+def test_leaderboard_page_in_headless_chromium(setup, tmp_path, browser):
     d, _, pub, bundle = setup
     subs = tmp_path / "submissions"
     leaderboard.add(bundle, pubkeys=[pub], submissions=subs, workers=1, progress=False)
     index = leaderboard.build(tmp_path / "site", subs)
     errors: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
-        page = browser.new_page()
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(index.as_uri())
-        names = page.locator("#board tbody tr td.name").all_inner_texts()
-        assert len(names) == 3 and any("Team A" in n for n in names)
-        assert "Human (paper)" in names and "Random (paper)" in names
-        # sort by overall score (the "All" S column): first click sorts descending
-        col = page.locator("#board thead th[data-col]").filter(has_text="S").last
-        col.click()
-        ordered = page.locator("#board tbody tr td.name").all_inner_texts()
-        assert ordered[0] == "Human (paper)"
-        col.click()
-        ordered = page.locator("#board tbody tr td.name").all_inner_texts()
-        assert ordered[-1] == "Human (paper)"
-        page.screenshot(path=str(tmp_path / "board.png"))
-        browser.close()
+    page = browser.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(index.as_uri())
+    names = page.locator("#board tbody tr td.name").all_inner_texts()
+    assert len(names) == 3 and any("Team A" in n for n in names)
+    assert "Human (paper)" in names and "Random (paper)" in names
+    # sort by overall score (the "All" S column): first click sorts descending
+    col = page.locator("#board thead th[data-col]").filter(has_text="S").last
+    col.click()
+    ordered = page.locator("#board tbody tr td.name").all_inner_texts()
+    assert ordered[0] == "Human (paper)"
+    col.click()
+    ordered = page.locator("#board tbody tr td.name").all_inner_texts()
+    assert ordered[-1] == "Human (paper)"
+    page.screenshot(path=str(tmp_path / "board.png"))
     assert not errors
