@@ -360,6 +360,8 @@ class Pool:
     variants: list[str]
     wins: list[str] = field(default_factory=list)
     fails: list[str] = field(default_factory=list)
+    # every package gets a failure clip (games whose score punishes dying)
+    fail_every: bool = False
 
 
 # Per-task frame budgets, cycled over a group's tasks (mean 45.6, within 10-80):
@@ -384,7 +386,8 @@ def assign_pools(spec: EnvSpec, pools: list[Pool], clips: dict[str, DemoClip]) -
         fails = [c for c in pool.fails if c in clips]
         for i, v in enumerate(pool.variants):
             w, f = _rotate(wins, i), _rotate(fails, i // 2)
-            order = [*w[:1], *f[:1], *w[1:], *f[1:]] if i % 2 else [*w, *f]
+            fail_second = pool.fail_every or i % 2
+            order = [*w[:1], *f[:1], *w[1:], *f[1:]] if fail_second else [*w, *f]
             if not order:
                 chosen[v] = []
                 continue
@@ -569,6 +572,7 @@ class AleRecipe:
     win_note: str
     fail_note: str
     fail_after: int = 0
+    fail_every: bool = False
 
 
 def _module(env: str):
@@ -677,6 +681,7 @@ ALE_RECIPES: dict[str, AleRecipe] = {
         warm=_deathless("frostbite"),
         wins=((30, 0, 30), (70, 3, 30), (20, 6, 30)),
         fail_policy=_policy_of("frostbite"),
+        fail_every=True,  # a lost life costs the death penalty
         fail_event=_life_lost,
         fail_start=(40, 0),
         fail_len=14,
@@ -743,7 +748,7 @@ def ale_recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
         seed0, skip0 = base.variant.seed, base.variant.initial_skip
         tag = _group_tag(spec, on)
         prefix = f"{spec.env}-{tag}" if tag else spec.env
-        pool = Pool(variants=group)
+        pool = Pool(variants=group, fail_every=recipe.fail_every)
         pools.append(pool)
         for j, (shift, warm_n, n) in enumerate(recipe.wins):
             start = _ale_start(spec, recipe, on, seed0, skip0 + shift, warm_n, 10 * gi + j, taken)
