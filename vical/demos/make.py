@@ -736,9 +736,25 @@ def _ale_win_expert(recipe: AleRecipe, n: int, seed: int) -> Callable[[TaskSpec]
     return expert
 
 
+def recipe_module(env_key: str):
+    """The environment's own recipe module ``vical.demos.recipes.<env>``, if it has one.
+
+    Such a module defines either ``RECIPE`` (an :class:`AleRecipe`, for ALE games) or
+    ``recipe(spec) -> (plans, pools)`` (any family).
+    """
+    name = f"vical.demos.recipes.{env_key}"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name != name:
+            raise
+        return None
+
+
 def ale_recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
     """Per settings group: expert clips from shifted and warmed-up starts, plus a failure."""
-    recipe = ALE_RECIPES[spec.env]
+    mod = recipe_module(spec.env)
+    recipe = mod.RECIPE if mod is not None and hasattr(mod, "RECIPE") else ALE_RECIPES[spec.env]
     taken = _task_start_hashes(spec)
     plans: list[ClipPlan] = []
     pools: list[Pool] = []
@@ -877,7 +893,14 @@ def make_demos(env_key: str, tasks_dir: Path = TASKS_DIR) -> dict[str, list[Demo
     spec = load_env_file(Path(tasks_dir) / f"{env_key}.yaml")
     recipes = _recipes()
     pools = None
-    if env_key in recipes:
+    plugin = recipe_module(env_key)
+    if plugin is not None and hasattr(plugin, "RECIPE"):
+        plans, pools = ale_recipe(spec)
+        assignment = None
+    elif plugin is not None:
+        plans, pools = plugin.recipe(spec)
+        assignment = None
+    elif env_key in recipes:
         plans, assignment = recipes[env_key]
     elif env_key in FAMILY_RECIPES:
         plans, pools = FAMILY_RECIPES[env_key](spec)
