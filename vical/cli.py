@@ -196,7 +196,9 @@ def _run(
     frames: bool,
     demos: bool,
     report: bool,
+    prices: Path | None = None,
 ) -> None:
+    from vical.agent.costs import load_prices, price_for
     from vical.run import run_eval
 
     console.print(
@@ -211,6 +213,15 @@ def _run(
     settings = probe.settings()
     probe.close()
     try:
+        price = price_for(settings, load_prices(prices))
+    except ValueError as e:
+        fail(str(e))
+    if agent != "random" and price is None:
+        err.print(
+            f"note: no price for model {settings.get('model')!r} in the price table; "
+            "costs are not computed (see --prices)"
+        )
+    try:
         summary = run_eval(
             tasks,
             out,
@@ -222,6 +233,7 @@ def _run(
             workers=workers,
             save_frames=frames,
             demos=demos,
+            price=price,
         )
     except KeyboardInterrupt:
         err.print(
@@ -263,7 +275,24 @@ def eval_cmd(
         help="Run folder (default runs/<agent>-<time>). Re-use it to resume an interrupted run.",
     ),
     workers: int = typer.Option(
-        None, "--workers", "-j", min=1, help="Parallel episodes (default: one per core)."
+        None,
+        "--concurrency",
+        "--workers",
+        "-j",
+        min=1,
+        help="Episodes in flight at once, one process each (default: one per core).",
+    ),
+    rate_limit: float = typer.Option(
+        None,
+        "--rate-limit",
+        min=0.001,
+        help="Most requests per minute to the endpoint, shared by all episodes in flight.",
+    ),
+    prices: Path = typer.Option(
+        None,
+        "--prices",
+        help="Price table (YAML, USD per million tokens) for cost accounting; default: "
+        "$VICAL_PRICES or the packaged vical/agent/prices.yaml.",
     ),
     seed: int = typer.Option(0, "--seed", help="Run seed; each episode's seed derives from it."),
     endpoint: str = typer.Option(None, "--endpoint", help="API base URL of the model server."),
@@ -312,6 +341,7 @@ def eval_cmd(
             max_output_tokens=max_output_tokens,
             reasoning_effort=reasoning_effort,
             extra_body=body,
+            rate_limit=rate_limit,
         )
     _run(
         _select(tasks),
@@ -324,6 +354,7 @@ def eval_cmd(
         frames,
         demos,
         report,
+        prices=prices,
     )
 
 

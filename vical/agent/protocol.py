@@ -271,6 +271,7 @@ class ProtocolAgent(Agent):
         retry_base_delay: float = 1.0,
         retry_max_delay: float = 60.0,
         request_timeout: float | None = None,
+        rate_limit: float | None = None,
     ):
         if not model:
             raise ValueError(f"backend {self.name}: a model name is required (--model)")
@@ -287,6 +288,12 @@ class ProtocolAgent(Agent):
         self.retry_base_delay = float(retry_base_delay)
         self.retry_max_delay = float(retry_max_delay)
         self.request_timeout = request_timeout
+        self.rate_limit = rate_limit
+        self._limiter = None
+        if rate_limit:
+            from vical.agent.ratelimit import RateLimiter
+
+            self._limiter = RateLimiter(self.endpoint or self.name, float(rate_limit))
         self.render_payload([], {}, self.settings())  # reject bad options before any request
         api_key = resolve_api_key(self.name, api_key_env, self.default_key_env, self.endpoint)
         self._client = self.make_client(api_key)
@@ -326,6 +333,7 @@ class ProtocolAgent(Agent):
             "retry_base_delay": self.retry_base_delay,
             "retry_max_delay": self.retry_max_delay,
             "request_timeout": self.request_timeout,
+            "rate_limit": self.rate_limit,
             "demo_transport": self.demo_transport,
         }
 
@@ -439,6 +447,10 @@ class ProtocolAgent(Agent):
                     "request_sha256": digest,
                 }
             )
+            if self._limiter is not None:
+                waited = self._limiter.acquire()
+                if waited:
+                    records[-1]["rate_limit_wait_s"] = round(waited, 4)
             t0 = time.perf_counter()
             try:
                 reply = self.send(payload)

@@ -35,6 +35,7 @@ import numpy as np
 from PIL import Image
 
 from vical import __version__
+from vical.agent.costs import episode_cost
 from vical.run.results import EvalResult, RunManifest, atomic_write_json
 from vical.spec import TaskSpec, get_task, tasks_digest
 
@@ -62,6 +63,7 @@ class EpisodeJob:
     run_dir: str
     save_frames: bool = True
     demos: bool = True
+    price: dict[str, float] | None = None
 
 
 @dataclass
@@ -237,6 +239,7 @@ def run_episode(job: EpisodeJob) -> str:
             tags=task.env.tags.model_dump(),
             progress=progress,
             usage=usage,
+            cost_usd=episode_cost(usage, job.price),
             wall_seconds=round(time.perf_counter() - t0, 3),
             agent_seconds=round(agent_time, 3),
             started_at=started,
@@ -333,6 +336,37 @@ def prepare_run(
     return manifest
 
 
+class _Tally:
+    """Running figures for the progress bar: mean score, pass rate, tokens, cost."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.score = 0.0
+        self.passed = 0
+        self.tokens = 0
+        self.cost: float | None = None
+
+    def add(self, run_dir: Path, name: str) -> None:
+        r = EvalResult.model_validate_json(
+            (run_dir / "episodes" / name / "eval_result.json").read_text()
+        )
+        self.n += 1
+        self.score += r.score
+        self.passed += int(r.passed)
+        self.tokens += int(r.usage.get("input_tokens", 0)) + int(r.usage.get("output_tokens", 0))
+        if r.cost_usd is not None:
+            self.cost = (self.cost or 0.0) + r.cost_usd
+
+    def line(self, task_id: str) -> str:
+        if not self.n:
+            return task_id
+        cost = "" if self.cost is None else f" ${self.cost:.4f}"
+        return (
+            f"score {self.score / self.n:.1f} pass {100 * self.passed / self.n:.0f}% "
+            f"tokens {self.tokens}{cost} | {task_id}"
+        )
+
+
 def run_eval(
     tasks: list[TaskSpec],
     run_dir: Path,
@@ -345,14 +379,20 @@ def run_eval(
     save_frames: bool = True,
     demos: bool = True,
     progress: bool = True,
+    price: dict[str, float] | None = None,
 ) -> RunSummary:
-    """Run every (task, run index) episode not yet finished in ``run_dir``."""
+    """Run every (task, run index) episode not yet finished in ``run_dir``.
+
+    ``price`` (USD per million input/output tokens) turns each episode's token
+    usage into ``cost_usd``; the progress bar shows the running mean score, pass
+    rate, tokens and cost of the episodes finished in this invocation.
+    """
     agent_kwargs = dict(agent_kwargs or {})
     run_dir = Path(run_dir)
     prepare_run(run_dir, tasks, agent, agent_settings or agent_kwargs, run_seed, runs)
     done = {p.parent.name for p in (run_dir / "episodes").glob("*/eval_result.json")}
     jobs = [
-        EpisodeJob(t.id, k, agent, agent_kwargs, run_seed, str(run_dir), save_frames, demos)
+        EpisodeJob(t.id, k, agent, agent_kwargs, run_seed, str(run_dir), save_frames, demos, price)
         for t in tasks
         for k in range(runs)
         if episode_name(t.id, k) not in done
@@ -362,6 +402,63 @@ def run_eval(
     )
     if not jobs:
         return summary
+    workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
+
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    bar = Progress(
+        TextColumn("[bold]eval[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.description}"),
+        disable=not progress,
+        transient=False,
+    )
+    tally = _Tally()
+
+    def finished_one(job: EpisodeJob, error: BaseException | None) -> None:
+        name = episode_name(job.task_id, job.run_index)
+        if error is None:
+            summary.finished += 1
+            tally.add(run_dir, name)
+        else:
+            summary.failed.append((name, repr(error)))
+        bar.advance(pid)
+        bar.update(pid, description=tally.line(job.task_id))
+
+    with bar:
+        pid = bar.add_task("", total=summary.total, completed=summary.skipped)
+        if workers == 1:
+            for job in jobs:
+                bar.update(pid, description=tally.line(job.task_id))
+                try:
+                    run_episode(job)
+                except Exception as e:
+                    finished_one(job, e)
+                else:
+                    finished_one(job, None)
+            return summary
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            pending = {pool.submit(run_episode, j): j for j in jobs}
+            try:
+                while pending:
+                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        job = pending.pop(fut)
+                        finished_one(job, fut.exception())
+            except KeyboardInterrupt:
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+    return summary
     workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
 
     from rich.progress import (
