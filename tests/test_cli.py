@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from vical.cli import app
@@ -61,11 +62,19 @@ def test_eval_then_report(tmp_path):
     assert len(data["runs"]) == 2 and data["runs"][0]["n_episodes"] == 4
 
 
-def test_sheet(tmp_path):
+@pytest.mark.parametrize("env", ["cliffwalking", "pong", "multiroom"])
+def test_sheet(tmp_path, env):
+    from PIL import Image
+
+    from vical.spec import select_tasks
+
     out = tmp_path / "sheet.png"
-    r = runner.invoke(app, ["tasks", "sheet", "--env", "cliffwalking", "--out", str(out)])
+    r = runner.invoke(app, ["tasks", "sheet", "--env", env, "--out", str(out)])
     assert r.exit_code == 0, r.output
-    assert out.stat().st_size > 1000
+    n = len(select_tasks(env))
+    assert f"{n} start frames" in r.stdout
+    w, h = Image.open(out).size
+    assert w >= min(n, 5) * 200 and h > 100
 
 
 def test_unknown_backend_lists_choices():
