@@ -10,7 +10,7 @@ import yaml
 from conftest import ALL_TASKS
 
 from vical.envs.actions import is_combo
-from vical.paper import ENVS, TOTAL_TASKS
+from vical.paper import ENVS, TOTAL_COMBOS, TOTAL_TASKS
 from vical.spec import TaskSpecError, load_env_file, load_envs, select_tasks
 
 LOADED = load_envs()
@@ -55,9 +55,11 @@ def test_horizons_skips_and_seeds_match_tables7_8(key):
     assert skips <= ref.initial_skips
 
 
-def test_total_never_exceeds_paper():
-    assert len(ALL_TASKS) <= TOTAL_TASKS
+def test_every_environment_and_task_of_the_paper_is_present():
+    assert sorted(LOADED) == sorted(ENVS), "environments differ from paper Table 9"
+    assert len(ALL_TASKS) == TOTAL_TASKS == 342
     assert len({t.id for t in ALL_TASKS}) == len(ALL_TASKS)
+    assert sum(is_combo(a) for s in LOADED.values() for a in s.actions) == TOTAL_COMBOS
 
 
 def test_every_env_has_rules_and_tags():
