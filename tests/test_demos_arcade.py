@@ -10,11 +10,11 @@ from vical.demos.make import MAX_FRAMES, MIN_FRAMES, _frames, make_demos
 from vical.demos.render import clip_task, replay_clip, task_start_sha256
 from vical.spec import DemoClip, TaskSpec, load_envs
 
-ARCADE = ["breakout", "tetris"]
+ARCADE = ["breakout", "tetris", "flappybird"]
 # what a loss looks like in each game: every environment shows one
-LOSS = {"breakout": "Terminated", "tetris": "Terminated"}
+LOSS = {"breakout": "Terminated", "tetris": "Terminated", "flappybird": "Terminated"}
 # cheap enough to regenerate in a test (seconds)
-REGENERATE = ["breakout", "tetris"]
+REGENERATE = ["breakout", "tetris", "flappybird"]
 
 
 def _tasks(env: str) -> list[TaskSpec]:
