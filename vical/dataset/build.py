@@ -29,7 +29,8 @@ from typing import Any
 
 from vical.spec import TaskSpec, select_tasks
 
-CARD_DIR = Path(__file__).resolve().parents[2] / "dataset_card"
+# the card template ships inside the package so that an installed vical can build the card
+CARD_TEMPLATE = Path(__file__).with_name("card_template.md")
 DATA_FILE = "data/tasks-00000-of-00001.parquet"
 MANIFEST = "manifest.json"
 
@@ -212,11 +213,11 @@ def verify_dataset(root: Path | str) -> list[str]:
     return problems
 
 
-def render_card(stats: dict[str, Any], n_tasks: int, card_dir: Path = CARD_DIR) -> str:
-    """The dataset card: ``dataset_card/template.md`` filled with the statistics."""
+def render_card(stats: dict[str, Any], n_tasks: int, template: Path = CARD_TEMPLATE) -> str:
+    """The dataset card: ``vical/dataset/card_template.md`` filled with the statistics."""
     from vical.demos.stats import format_stats, stats_table
 
-    tpl = Template((card_dir / "template.md").read_text())
+    tpl = Template(template.read_text())
     return tpl.substitute(
         n_tasks=n_tasks,
         data_file=DATA_FILE,
