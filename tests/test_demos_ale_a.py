@@ -1,0 +1,80 @@
+"""Demo packages of the ALE group A (Alien, Assault, Asterix, BattleZone, Berzerk,
+ChopperCommand), made by the recipes in ``vical/demos/recipes/<env>.py``.
+
+Per environment: every package keeps the paper's limits (1-4 clips, 10-80
+frames), clips are defined once and shared across tasks, every clip replays to
+its label on every task that shows it and starts away from every task opening
+of the environment, every simulator setting (ALE mode) has a loss clip (one
+life: dying ends and fails the episode in all six games), and regenerating
+Assault's clips reproduces the stored ones.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from vical.demos.make import MAX_FRAMES, MIN_FRAMES, _frames, make_demos, settings_groups
+from vical.demos.render import replay_clip, task_start_sha256
+from vical.spec import DemoClip, TaskSpec, load_envs
+
+ENVS = ["alien", "assault", "asterix", "battlezone", "berzerk", "choppercommand"]
+
+
+def _clips(env: str) -> dict[str, DemoClip]:
+    out: dict[str, DemoClip] = {}
+    for v in load_envs()[env].tasks:
+        for c in v.demos:
+            assert out.setdefault(c.id, c) == c, f"{c.id} defined twice, differently"
+    return out
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_packages_within_limits(env):
+    spec = load_envs()[env]
+    clips = _clips(env)
+    for v in spec.tasks:
+        assert 1 <= len(v.demos) <= 4, v.variant
+        assert MIN_FRAMES <= sum(_frames(c) for c in v.demos) <= MAX_FRAMES, v.variant
+        assert len({c.id for c in v.demos}) == len(v.demos), v.variant
+        for c in v.demos:
+            assert all(a in spec.actions for a in [*c.init_actions, *c.actions])
+            assert c.source
+    # reused across tasks, but not one clip for everything
+    assert sum(len(v.demos) for v in spec.tasks) > len(clips) > 1
+    assert any(c.label == "Victory" for c in clips.values())
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_every_setting_shows_a_loss(env):
+    """One life in every game: each ALE mode's tasks can show how it is lost."""
+    spec = load_envs()[env]
+    by_variant = {v.variant: v for v in spec.tasks}
+    for group in settings_groups(spec):
+        labels = {c.label for name in group for c in by_variant[name].demos}
+        assert "Terminated" in labels, group
+
+
+def test_asterix_every_package_shows_the_death_penalty():
+    for v in load_envs()["asterix"].tasks:
+        assert any(c.label == "Terminated" for c in v.demos), v.variant
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_clips_replay_and_start_away_from_every_opening(env):
+    spec = load_envs()[env]
+    openings = {task_start_sha256(TaskSpec(env=spec, variant=v)) for v in spec.tasks}
+    starts: dict[str, str] = {}
+    for v in spec.tasks:
+        task = TaskSpec(env=spec, variant=v)
+        for c in v.demos:
+            r = replay_clip(task, c)  # raises unless the replay ends in the stored label
+            assert r.start_sha256 not in openings, (v.variant, c.id)
+            starts.setdefault(c.id, r.start_sha256)
+    # no two clips of a setting start from the same frame
+    assert len(set(starts.values())) == len(starts)
+
+
+def test_assault_regeneration_matches_stored():
+    spec = load_envs()["assault"]
+    fresh = make_demos("assault")
+    assert {v.variant: v.demos for v in spec.tasks} == fresh
