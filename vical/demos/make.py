@@ -1020,15 +1020,24 @@ def render_tasks_block(lines: list[str], demos: dict[str, list[DemoClip]]) -> li
     end = start
     while end < len(lines) and (lines[end].startswith("  ") or not lines[end].strip()):
         end += 1
+    # A comment line indented less than an item's fields introduces the next item:
+    # it travels with that item (as its lead), never into the previous one's body.
     items: list[list[str]] = []
+    leads: list[list[str]] = []
+    pending: list[str] = []
     for ln in lines[start:end]:
+        is_lead_comment = ln.lstrip().startswith("#") and len(ln) - len(ln.lstrip()) < 4
         if _ITEM.match(ln):
             items.append([ln])
-        elif items:
+            leads.append(pending)
+            pending = []
+        elif is_lead_comment or not items:
+            pending.append(ln)
+        else:
             items[-1].append(ln)
     defined: set[str] = set()
     out_items = []
-    for item in items:
+    for lead, item in zip(leads, items, strict=True):
         # drop any previous demos block from the item
         kept, skipping = [], False
         for ln in item:
@@ -1048,7 +1057,8 @@ def render_tasks_block(lines: list[str], demos: dict[str, list[DemoClip]]) -> li
             kept = body + kept[1:]
             variant = data["variant"]
         else:
-            variant = yaml.safe_load("\n".join(x[4:] for x in kept))["variant"]
+            fields = [x[4:] for x in kept if not x.lstrip().startswith("#")]
+            variant = yaml.safe_load("\n".join(fields))["variant"]
         clips = demos.get(variant, [])
         if clips:
             kept.append("    demos:")
@@ -1060,8 +1070,8 @@ def render_tasks_block(lines: list[str], demos: dict[str, list[DemoClip]]) -> li
                 body = _dump(_clip_yaml(c), 8)
                 body[0] = f"      - &{c.id}\n" + body[0]
                 kept.extend(body)
-        out_items.append(kept)
-    new = [ln for item in out_items for ln in item]
+        out_items.append(lead + kept)
+    new = [ln for item in out_items for ln in item] + pending
     return lines[:start] + new + lines[end:]
 
 
