@@ -24,8 +24,8 @@ import time
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
-from vical.envs import make_env  # noqa: E402
-from vical.spec import load_envs, select_tasks  # noqa: E402
+from vical.envs import make_env
+from vical.spec import load_envs, select_tasks
 
 
 def raw_rate(task, n: int) -> float:
@@ -38,6 +38,7 @@ def raw_rate(task, n: int) -> float:
     to_native = getattr(adapter, "native_index", lambda a: a)
     natives = [to_native(a) for a in natives]
     if sim is not None and hasattr(sim, "step"):
+
         def reset():
             sim.reset(seed=task.variant.seed)
 
@@ -46,6 +47,7 @@ def raw_rate(task, n: int) -> float:
 
         render = sim.render
     else:  # no Gymnasium object behind the adapter: its own primitive step is the floor
+
         def reset():
             adapter.reset(task.variant.seed)
 

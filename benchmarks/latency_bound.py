@@ -21,9 +21,9 @@ from pathlib import Path
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
-from vical.agent.server import BaselineServer  # noqa: E402
-from vical.run import load_results, run_eval  # noqa: E402
-from vical.spec import select_tasks  # noqa: E402
+from vical.agent.server import BaselineServer
+from vical.run import load_results, run_eval
+from vical.spec import select_tasks
 
 
 def main() -> None:
@@ -38,15 +38,24 @@ def main() -> None:
     kwargs = {"endpoint": server.openai_base_url, "model": "random", "seed": 0}
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        s = run_eval(tasks, Path(tmp) / "run", agent="openai-chat", agent_kwargs=kwargs,
-                     workers=args.workers, save_frames=False, progress=False)
+        s = run_eval(
+            tasks,
+            Path(tmp) / "run",
+            agent="openai-chat",
+            agent_kwargs=kwargs,
+            workers=args.workers,
+            save_frames=False,
+            progress=False,
+        )
         wall = time.perf_counter() - t0
         results = load_results(Path(tmp) / "run")
     server.stop()
     turns = sum(server.counts.values())
     bound = turns * args.delay / args.workers
-    print(f"episodes {len(results)} (failed {len(s.failed)}), decisions "
-          f"{sum(r.steps for r in results)}, model requests {turns}")
+    print(
+        f"episodes {len(results)} (failed {len(s.failed)}), decisions "
+        f"{sum(r.steps for r in results)}, model requests {turns}"
+    )
     print(f"delay {args.delay:.3f} s, concurrency {args.workers}")
     print(f"wall time   {wall:8.2f} s")
     print(f"bound       {bound:8.2f} s  (turns x delay / concurrency)")

@@ -19,11 +19,11 @@ from pathlib import Path
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
-from vical.run import run_eval  # noqa: E402
-from vical.spec import select_tasks  # noqa: E402
-from vical.submit.bundle import make_bundle  # noqa: E402
-from vical.submit.keys import keygen  # noqa: E402
-from vical.submit.verify import verify_bundle  # noqa: E402
+from vical.run import run_eval
+from vical.spec import select_tasks
+from vical.submit.bundle import make_bundle
+from vical.submit.keys import keygen
+from vical.submit.verify import verify_bundle
 
 
 def main() -> None:
@@ -37,8 +37,15 @@ def main() -> None:
         d = Path(tmp)
         priv, pub = keygen(d / "key")
         t0 = time.perf_counter()
-        run_eval(tasks, d / "run", runs=args.runs, workers=args.workers, save_frames=False,
-                 demos=False, progress=False)
+        run_eval(
+            tasks,
+            d / "run",
+            runs=args.runs,
+            workers=args.workers,
+            save_frames=False,
+            demos=False,
+            progress=False,
+        )
         t_run = time.perf_counter() - t0
         make_bundle(d / "run", priv, d / "b.tar.gz", team="bench", partial=True)
         t0 = time.perf_counter()
@@ -47,8 +54,10 @@ def main() -> None:
     n = len(tasks) * args.runs
     print(f"episodes: {n} ({len(tasks)} tasks x {args.runs}), workers {args.workers}")
     print(f"run (random agent, no frames saved): {t_run:8.1f} s")
-    print(f"verify (replay every episode):       {t_verify:8.1f} s  verdict "
-          f"{'PASS' if v.ok else 'FAIL'}")
+    print(
+        f"verify (replay every episode):       {t_verify:8.1f} s  verdict "
+        f"{'PASS' if v.ok else 'FAIL'}"
+    )
     print(f"ratio verify / run:                  {t_verify / t_run:8.2f}")
 
 

@@ -69,8 +69,11 @@ def test_contract_bounds_and_replay_determinism(task):
 
 def _start_key(t):
     v = t.variant
-    return json.dumps([v.seed, v.initial_skip, v.init_actions, t.env_kwargs, v.params],
-                      sort_keys=True, default=str)
+    return json.dumps(
+        [v.seed, v.initial_skip, v.init_actions, t.env_kwargs, v.params],
+        sort_keys=True,
+        default=str,
+    )
 
 
 @pytest.mark.parametrize("env_key", sorted({t.env.env for t in ALL_TASKS}))
