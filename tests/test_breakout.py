@@ -94,8 +94,10 @@ def test_stored_openings_are_the_scripted_ones(task):
 def test_fire_left_out_of_the_subset_serves_automatically():
     base = get_task("breakout/cols3")
     subset = {"NOOP": 0, "Left": 3, "Right": 2}
-    env_spec = base.env.model_copy(update={"actions": subset, "tasks": [base.variant]})
-    task = TaskSpec(env=env_spec, variant=base.variant)
+    # the stored demos use Fire, which this subset leaves out: drop them for this check
+    variant = base.variant.model_copy(update={"demos": []})
+    env_spec = base.env.model_copy(update={"actions": subset, "tasks": [variant]})
+    task = TaskSpec(env=env_spec, variant=variant)
     env = make_env(task)
     env.reset()
     env.step("NOOP")
