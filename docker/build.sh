@@ -40,8 +40,12 @@ if [ "$ENGINE" = podman ]; then
 fi
 if [ -n "${BASE_IMAGE:-}" ]; then BUILD_ARGS+=(--build-arg "BASE_IMAGE=$BASE_IMAGE"); fi
 
-# Behind a TLS-intercepting proxy pip needs the host's CA bundle (used for pip only).
-CA=${VICAL_BUILD_CA:-${PIP_CERT:-}}
+# Behind a TLS-intercepting proxy pip needs the host's CA bundle (used for pip only):
+# VICAL_BUILD_CA, else pip's own setting, else the host's system bundle.
+CA=${VICAL_BUILD_CA:-${PIP_CERT:-${REQUESTS_CA_BUNDLE:-${SSL_CERT_FILE:-}}}}
+if [ -z "$CA" ] && [ -s /etc/ssl/certs/ca-certificates.crt ]; then
+  CA=/etc/ssl/certs/ca-certificates.crt
+fi
 rm -f docker/ca/extra-ca.crt
 if [ -n "$CA" ] && [ -s "$CA" ]; then cp "$CA" docker/ca/extra-ca.crt; fi
 trap 'rm -f docker/ca/extra-ca.crt' EXIT
