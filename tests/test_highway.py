@@ -7,53 +7,11 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
+from vical.demos.recipes.highway import gap_driver  # the demo expert drives the tests too
 from vical.envs import make_env
 from vical.spec import get_task
 
 BASE = "highway/seed41-l4-d15"
-
-
-def gap_driver(vical_env) -> str:
-    """Keep a time gap to the car ahead; change lanes only into a clearly freer lane."""
-    a = vical_env.adapter
-    road, ego = a.env.road, a.ego
-    start, end, lane = ego.lane_index
-    lanes = len(road.network.graph[start][end])
-    v = ego.speed
-
-    def gaps(i):
-        front, rear = road.neighbour_vehicles(ego, (start, end, i))
-        gf = front.position[0] - ego.position[0] - ego.LENGTH if front else 1e9
-        gr = ego.position[0] - rear.position[0] - ego.LENGTH if rear else 1e9
-        return gf, gr, (front.speed if front else 40.0), (rear.speed if rear else 0.0)
-
-    def headway(gap, front_speed):
-        return min(gap / max(v, 1.0), gap / max(v - front_speed, 0.1))
-
-    target = ego.target_lane_index[2]
-    gf, _, vf, _ = gaps(target)
-    if target != lane:  # mid lane change: watch both lanes
-        g2, _, v2, _ = gaps(lane)
-        return "Slower" if headway(min(gf, g2), min(vf, v2)) < 1.2 else "Idle"
-    h = headway(gf, vf)
-    if h < 1.0 and v > 20.5:
-        return "Slower"
-    best = None
-    if h < 3.0:
-        for d, name in ((1, "Lane Right"), (-1, "Lane Left")):
-            if 0 <= lane + d < lanes:
-                f2, r2, v2, vr2 = gaps(lane + d)
-                h2 = headway(f2, v2)
-                rear_ok = r2 > 8 and r2 > 3 * max(vr2 - v, 0)
-                if h2 > h + 1.0 and f2 > 15 and rear_ok and (best is None or h2 > best[0]):
-                    best = (h2, name)
-    if best:
-        return best[1]
-    if h < 1.5:
-        return "Slower"
-    if h > 2.5 and gf > 25:
-        return "Faster"
-    return "Idle"
 
 
 def play(task_id, policy):
