@@ -90,3 +90,13 @@ def test_full_build(tmp_path, monkeypatch):
     out = build_dataset(tmp_path / "full", ",".join(t.id for t in tasks))
     assert len(load_dataset_folder(out)) == len(tasks)
     assert verify_dataset(out) == []
+
+
+def test_rebuilt_folder_never_loads_stale_rows(tmp_path, monkeypatch):
+    """A folder rebuilt at the same path loads its new rows, not a cache of the old ones."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = tmp_path / "same"
+    build_dataset(out, "taxi/state0")
+    assert len(load_dataset_folder(out)) == 1
+    build_dataset(out, "taxi/state0,taxi/state1,cartpole/seed41")
+    assert len(load_dataset_folder(out)) == 3

@@ -267,7 +267,11 @@ def load_dataset_folder(root: Path | str, offline: bool = True):
         os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     import datasets
 
-    return datasets.load_dataset(str(root), split="train")
+    # Read through a private, throw-away cache: the shared Hugging Face cache keys a
+    # local folder by its name and config, so a folder rebuilt at the same path could
+    # be read back as its old contents (seen: a 342-task folder loading as 25 rows).
+    with tempfile.TemporaryDirectory(prefix="vical-ds-cache-") as cache:
+        return datasets.load_dataset(str(root), split="train", cache_dir=cache, keep_in_memory=True)
 
 
 def push_dataset(root: Path | str, repo: str, dry_run: bool = False) -> list[str]:
