@@ -106,7 +106,7 @@ def test_bad_provenance_is_rejected(tmp_path):
 def test_unknown_init_action_is_rejected(tmp_path):
     def bad(d):
         d["tasks"][1]["init_actions"] = ["Fly"]
-        d["tasks"][1]["init_source"] = "scripted: test"
+        d["tasks"][1]["init_source"] = "generated: scripted test"
 
     with pytest.raises(TaskSpecError, match="Fly"):
         load_env_file(_write(tmp_path, bad))

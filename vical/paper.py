@@ -213,3 +213,91 @@ TABLE1_REFERENCE = {
         (83.6, 91),
     ),
 }
+
+# Table 25: game type -> (failed episodes, all episodes, % early termination among
+# failures, % timeout among failures), over the four leading models (4 x 342
+# episodes). Types are multi-label; all episodes / 4 is the task count per type.
+TABLE25 = {
+    "Collect": (76, 160, 69.7, 30.3),
+    "Control": (16, 60, 75.0, 25.0),
+    "Dodge": (431, 860, 85.8, 14.2),
+    "Maze": (150, 388, 73.3, 26.7),
+    "Shooter": (304, 588, 97.7, 2.3),
+    "Sport": (14, 40, 85.7, 14.3),
+}
+TYPE_TASKS = {t: row[1] // 4 for t, row in TABLE25.items()}
+
+
+@dataclass(frozen=True)
+class EpisodeLengths:
+    """One row of Table 28: post-preload episode lengths pooled over four models."""
+
+    n: int
+    mean: float
+    median: float
+    lo: int
+    hi: int
+    early_success: float  # percent of episodes
+    early_death: float  # percent of episodes
+
+
+def _l(n, mean, median, lo, hi, es, ed):
+    return EpisodeLengths(n, mean, median, lo, hi, es, ed)
+
+
+# Table 28, keyed by vical environment key.
+TABLE28: dict[str, EpisodeLengths] = {
+    "tennis": _l(20, 10.0, 8.0, 4, 23, 40.0, 60.0),
+    "leaper": _l(20, 10.6, 9.0, 2, 22, 0.0, 100.0),
+    "cliffwalking": _l(20, 10.7, 10.0, 8, 13, 100.0, 0.0),
+    "bossfight": _l(20, 12.3, 11.0, 4, 29, 20.0, 80.0),
+    "taxi": _l(20, 15.9, 16.0, 12, 27, 100.0, 0.0),
+    "dodgeball": _l(20, 17.9, 16.5, 3, 40, 0.0, 100.0),
+    "lavacrossing": _l(60, 18.2, 20.0, 2, 36, 65.0, 35.0),
+    "highway": _l(80, 18.7, 19.0, 4, 39, 30.0, 70.0),
+    "frostbite": _l(20, 19.9, 18.0, 15, 32, 45.0, 55.0),
+    "bigfish": _l(20, 21.0, 15.5, 3, 48, 40.0, 55.0),
+    "cartpole": _l(20, 21.2, 24.0, 6, 30, 0.0, 60.0),
+    "caveflyer": _l(20, 23.1, 19.0, 6, 60, 40.0, 25.0),
+    "seaquest": _l(20, 23.1, 17.0, 5, 50, 0.0, 85.0),
+    "flappybird": _l(20, 27.1, 31.5, 6, 70, 60.0, 40.0),
+    "breakout": _l(20, 29.1, 23.0, 3, 92, 75.0, 20.0),
+    "mountaincar": _l(20, 30.4, 29.0, 19, 52, 95.0, 0.0),
+    "unlockpickup": _l(60, 30.6, 30.0, 16, 40, 50.0, 20.0),
+    "ninja": _l(20, 31.2, 26.5, 16, 102, 40.0, 60.0),
+    "riverraid": _l(100, 32.6, 37.0, 5, 50, 0.0, 71.0),
+    "roadrunner": _l(20, 33.0, 31.5, 7, 54, 30.0, 20.0),
+    "berzerk": _l(68, 33.7, 26.0, 10, 70, 45.6, 44.1),
+    "choppercommand": _l(20, 33.7, 37.0, 11, 50, 0.0, 65.0),
+    "assault": _l(20, 36.0, 35.5, 18, 48, 45.0, 20.0),
+    "trondead": _l(100, 36.5, 43.0, 6, 50, 0.0, 59.0),
+    "heist": _l(20, 36.9, 39.0, 17, 52, 55.0, 0.0),
+    "asterix": _l(20, 37.8, 42.5, 12, 50, 0.0, 55.0),
+    "mspacman": _l(20, 42.0, 44.0, 19, 50, 0.0, 55.0),
+    "battlezone": _l(60, 42.2, 50.0, 17, 50, 0.0, 36.7),
+    "turmoil": _l(20, 43.6, 50.0, 18, 50, 0.0, 30.0),
+    "alien": _l(20, 44.1, 44.5, 12, 72, 35.0, 45.0),
+    "demonattack": _l(100, 44.2, 50.0, 8, 50, 0.0, 23.0),
+    "enduro": _l(80, 50.0, 50.0, 50, 50, 0.0, 0.0),
+    "pong": _l(20, 50.0, 50.0, 50, 50, 0.0, 0.0),
+    "tetris": _l(20, 50.5, 52.0, 32, 84, 5.0, 10.0),
+    "freeway": _l(80, 53.3, 61.0, 21, 81, 27.5, 0.0),
+    "multiroom": _l(60, 56.1, 57.5, 35, 70, 73.3, 0.0),
+    "acrobot": _l(20, 62.4, 60.0, 42, 82, 55.0, 0.0),
+}
+
+# Figure 5 / Section 2 "Human-driven initialization": the start sequences the
+# paper spells out, in vical's canonical action names (warm-up skip, actions).
+FIGURE5 = {
+    "asterix": (None, ("NOOP", "NOOP", "NOOP", "Up", "Up+Left")),
+    "frostbite": (None, ("Down+Right", "Down+Right", "Down", "Down", "NOOP", "NOOP")),
+    "seaquest": (230, ("Down", "Down", "Down")),
+}
+
+# Appendix 1.2: the demonstration packages.
+DEMO_CLIPS = 148  # distinct source clips
+DEMO_ASSIGNMENTS = 576  # task-level clip assignments
+DEMO_CLIPS_PER_TASK = {1: 155, 2: 145, 3: 37, 4: 5}  # tasks receiving k clips
+DEMO_FRAMES = (10, 80, 45.73, 45)  # per package: min, max, mean, median sampled frames
+DEMO_RESOLUTIONS = 12  # distinct (width x height) of captioned frames
+DEMO_COMMON_RESOLUTION = ((160, 250), 207)  # most common size and its package count

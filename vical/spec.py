@@ -33,23 +33,74 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+_PROVENANCE_FORMS = ("paper:", "calibrated:")
+
+
+def _check_provenance(v: str) -> str:
+    """A number's provenance: ``paper: <table/section>`` or ``calibrated: <how>``."""
+    head, sep, rest = v.partition(":")
+    if not sep or head not in ("paper", "calibrated") or len(rest.strip()) < 3:
+        raise ValueError(
+            f"provenance {v!r} must read 'paper: <table or section>' or "
+            "'calibrated: <how the number was obtained>'"
+        )
+    return v
+
+
 class Target(_Strict):
-    """A calibrated reference value with where it comes from."""
+    """A reference value (normalisation target or threshold) with where it comes from."""
 
     value: float
     provenance: str = Field(
-        description='"paper" when the paper states the number, else "calibrated: <how>"'
+        description='"paper: <table/section>" when the paper states the number, '
+        'else "calibrated: <how>"'
     )
 
     @field_validator("provenance")
     @classmethod
     def _provenance_form(cls, v: str) -> str:
-        if v != "paper" and not (v.startswith("calibrated:") and len(v) > len("calibrated:") + 3):
-            raise ValueError('must be "paper" or "calibrated: <how the number was obtained>"')
+        return _check_provenance(v)
+
+
+def _numeric_keys(params: dict[str, Any]) -> list[str]:
+    """Parameter names whose value is or holds a number (bools are switches, not numbers)."""
+
+    def has_number(x: Any) -> bool:
+        if isinstance(x, bool):
+            return False
+        if isinstance(x, (int, float)):
+            return True
+        if isinstance(x, dict):
+            return any(has_number(v) for v in x.values())
+        if isinstance(x, (list, tuple)):
+            return any(has_number(v) for v in x)
+        return False
+
+    return [k for k, v in params.items() if has_number(v)]
+
+
+class _WithParams(_Strict):
+    """A rule with numeric parameters, each of which says where it comes from."""
+
+    params: dict[str, Any] = Field(default_factory=dict)
+    provenance: dict[str, str] = Field(
+        default_factory=dict,
+        description="parameter name -> 'paper: <where>' or 'calibrated: <how>'",
+    )
+
+    @field_validator("provenance")
+    @classmethod
+    def _provenance_values(cls, v: dict[str, str]) -> dict[str, str]:
+        for value in v.values():
+            _check_provenance(value)
         return v
 
+    def missing_provenance(self) -> list[str]:
+        """Numeric parameters that have no provenance entry."""
+        return [k for k in _numeric_keys(self.params) if k not in self.provenance]
 
-class ScoringRule(_Strict):
+
+class ScoringRule(_WithParams):
     """Which score family an environment uses, with its targets and parameters."""
 
     family: Literal[
@@ -57,14 +108,12 @@ class ScoringRule(_Strict):
     ]
     description: str
     targets: dict[str, Target] = Field(default_factory=dict)
-    params: dict[str, Any] = Field(default_factory=dict)
 
 
-class PassRule(_Strict):
+class PassRule(_WithParams):
     """The success condition, evaluated independently of the score."""
 
     description: str
-    params: dict[str, Any] = Field(default_factory=dict)
 
 
 class Tags(_Strict):
@@ -73,6 +122,9 @@ class Tags(_Strict):
     types: list[EnvType] = Field(min_length=1)
     memory: Literal["Single", "Multiple"]
     dynamics: Literal["Static", "Dynamic"]
+    provenance: str | None = Field(
+        default=None, description="which evidence in the paper fixes these tags"
+    )
 
 
 class Rules(_Strict):
@@ -103,13 +155,36 @@ class TaskVariant(_Strict):
     initial_skip: int = Field(default=0, ge=0)
     init_actions: list[str] = Field(default_factory=list)
     init_source: str | None = Field(
-        default=None, description="how the human-init sequence was produced"
+        default=None,
+        description="where the human-init sequence comes from: 'paper: <figure/section>' "
+        "or 'generated: <how>'",
     )
     max_steps: int | None = Field(default=None, gt=0)
     targets: dict[str, Target] = Field(default_factory=dict)
     env_kwargs: dict[str, Any] = Field(default_factory=dict)
     params: dict[str, Any] = Field(default_factory=dict)
+    provenance: dict[str, str] = Field(
+        default_factory=dict,
+        description="per-task parameter name -> 'paper: <where>' or 'calibrated: <how>'",
+    )
     demos: list[DemoClip] = Field(default_factory=list)
+
+    @field_validator("provenance")
+    @classmethod
+    def _provenance_values(cls, v: dict[str, str]) -> dict[str, str]:
+        for value in v.values():
+            _check_provenance(value)
+        return v
+
+    @field_validator("init_source")
+    @classmethod
+    def _init_source_form(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("paper:", "generated:")):
+            raise ValueError(
+                f"init_source {v[:40]!r}... must start with 'paper: <where the paper states "
+                "the sequence>' or 'generated: <how it was produced>'"
+            )
+        return v
 
     @model_validator(mode="after")
     def _init_source_required(self) -> TaskVariant:

@@ -229,7 +229,7 @@ def clip_task(task: TaskSpec, clip: DemoClip) -> TaskSpec:
             "seed": task.variant.seed if clip.seed is None else clip.seed,
             "initial_skip": clip.initial_skip,
             "init_actions": list(clip.init_actions),
-            "init_source": f"demo clip {clip.id}" if clip.init_actions else None,
+            "init_source": f"generated: demo clip {clip.id}" if clip.init_actions else None,
             "max_steps": len(clip.actions),
             "demos": [],
         }
