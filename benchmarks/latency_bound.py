@@ -30,7 +30,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--delay", type=float, default=0.2, help="server delay per request (s)")
     ap.add_argument("--workers", type=int, default=2, help="parallel episodes (concurrency)")
-    ap.add_argument("--tasks", default="taxi/state0,taxi/state1,cartpole/seed41,acrobot/rest")
+    ap.add_argument("--tasks", default="taxi/state1,taxi/state2,cartpole/seed41,acrobot/rest")
     args = ap.parse_args()
     server = BaselineServer("127.0.0.1", 0, seed=0, delay=args.delay)
     threading.Thread(target=server.serve_forever, daemon=True).start()

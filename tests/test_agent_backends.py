@@ -25,14 +25,14 @@ from vical.agent.replay import iter_requests, replay_requests
 from vical.agent.server import BaselineServer
 from vical.spec import get_task
 
-TASK = get_task("taxi/state0")
+TASK = get_task("taxi/state1")
 BACKENDS = ["openai-chat", "openai-responses", "gemini", "openrouter"]
 VIDEO_NATIVE = {"gemini", "openrouter"}
 
 
 @pytest.fixture(scope="module")
 def demos():
-    return demo_clips(TASK, [["North", "East", "South"], ["West"]])
+    return demo_clips(TASK, [["Up", "Right", "Down"], ["Left"]])
 
 
 @pytest.fixture
@@ -361,7 +361,7 @@ def test_eval_through_the_runner_matches_random_shape_and_never_stores_the_key(
 def test_real_demo_package_reaches_the_server(backend, server, tmp_path):
     demos_mod = pytest.importorskip("vical.demos")
     package = demos_mod.load_demo_package(TASK)
-    assert package, "taxi/state0 has demonstration clips"
+    assert package, "taxi/state1 has demonstration clips"
     played = play(make(backend, server), TASK, tmp_path, max_decisions=1, demos=package)
     assert played.actions
     parts = wire_turns(backend, server.requests[0]["body"])[0][1]

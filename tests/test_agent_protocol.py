@@ -29,7 +29,7 @@ from vical.agent.server import BaselineServer
 from vical.envs import make_env
 from vical.spec import get_task
 
-TASK = get_task("taxi/state0")
+TASK = get_task("taxi/state1")
 LEGAL = TASK.action_names
 
 
@@ -56,18 +56,18 @@ def bodies_for(server, model):
 @pytest.mark.parametrize(
     "text, action",
     [
-        ("[Action:South]", "South"),
-        ("[Action:South]\nbecause the passenger is below", "South"),
+        ("[Action:Down]", "Down"),
+        ("[Action:Down]\nbecause the passenger is below", "Down"),
         ("\n  [Action: Pickup ]  \nreason", "Pickup"),
-        ("**[action:West]**", "West"),
-        ("<think>maybe North</think>\n[Action:North]\nok", None),  # raw text: think first
+        ("**[action:Left]**", "Left"),
+        ("<think>maybe Up</think>\n[Action:Up]\nok", None),  # raw text: think first
     ],
 )
 def test_parse_accepts_marker_on_first_line(text, action):
     if action is None:
         answer, thought = split_think(text)
-        assert thought == "maybe North"
-        assert parse_action(answer, LEGAL).action == "North"
+        assert thought == "maybe Up"
+        assert parse_action(answer, LEGAL).action == "Up"
     else:
         assert parse_action(text, LEGAL).action == action
 
@@ -77,9 +77,9 @@ def test_parse_accepts_marker_on_first_line(text, action):
     [
         ("", EMPTY),
         ("   \n ", EMPTY),
-        ("I go South", MISSING),
-        ("Thinking...\n[Action:South]", NOT_FIRST_LINE),
-        ("[Action:south]", ILLEGAL),  # names match exactly, case included
+        ("I go Down", MISSING),
+        ("Thinking...\n[Action:Down]", NOT_FIRST_LINE),
+        ("[Action:down]", ILLEGAL),  # names match exactly, case included
         ("[Action:Fly]", ILLEGAL),
     ],
 )
@@ -89,16 +89,16 @@ def test_parse_rejects(text, error):
 
 
 def test_parse_reports_conflicting_markers():
-    p = parse_action("[Action:South]\nor rather [Action:North]", LEGAL)
-    assert p.action == "South" and p.conflicting and p.markers == ["South", "North"]
-    assert not parse_action("[Action:South]\nyes [Action:South]", LEGAL).conflicting
+    p = parse_action("[Action:Down]\nor rather [Action:Up]", LEGAL)
+    assert p.action == "Down" and p.conflicting and p.markers == ["Down", "Up"]
+    assert not parse_action("[Action:Down]\nyes [Action:Down]", LEGAL).conflicting
 
 
 # ------------------------------------------------------------------ turn structure
 
 
 def test_first_turn_carries_task_demos_frame_and_no_system_message(server, tmp_path):
-    demos = demo_clips(TASK, [["North", "East"], ["South"]])
+    demos = demo_clips(TASK, [["Up", "Right"], ["Down"]])
     agent = chat_agent(server, model="turns-first")
     played = play(agent, TASK, tmp_path, max_decisions=3, demos=demos)
     assert len(played.actions) == 3
@@ -272,7 +272,7 @@ def test_context_length_error_is_token_overflow_with_progress_kept(server, tmp_p
 
 
 def test_media_stored_once_by_sha256(server, tmp_path):
-    demos = demo_clips(TASK, [["North"]])
+    demos = demo_clips(TASK, [["Up"]])
     # Taxi at its start: bumping a wall repeats the same frame
     played = play(chat_agent(server, model="first"), TASK, tmp_path, max_decisions=4, demos=demos)
     assert len(played.actions) == 4
@@ -294,7 +294,7 @@ def test_media_stored_once_by_sha256(server, tmp_path):
 
 
 def test_replay_reproduces_the_exact_request_sequence(server, tmp_path):
-    demos = demo_clips(TASK, [["North", "East"]])
+    demos = demo_clips(TASK, [["Up", "Right"]])
     model = "fault-malformed-1"
     play(chat_agent(server, model=model), TASK, tmp_path / "a", max_decisions=3, demos=demos)
     model2 = "fault-429-once"  # counts already used above: use a fresh server for resends

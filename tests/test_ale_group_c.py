@@ -119,9 +119,11 @@ def test_stored_init_actions_match_generator(game):
     spec = load_envs()[game]
     module = importlib.import_module(f"vical.envs.ale_games.{game}")
     fresh = module.generate_init_actions(spec)
-    stored = {t.variant: t.init_actions for t in spec.tasks if t.kind == "human-init"}
+    # sequences the paper spells out (Figure 5: seaquest/dive-230) are data, not generator output
+    generated = [t for t in spec.tasks if not (t.init_source or "").startswith("paper:")]
+    stored = {t.variant: t.init_actions for t in generated if t.kind == "human-init"}
     assert fresh == stored
-    for t in spec.tasks:
+    for t in generated:
         if t.kind == "human-init":
             assert t.init_source.startswith(
                 f"generated: vical.envs.ale_games.{game}.generate_init_actions"

@@ -16,7 +16,7 @@ def test_tasks_list_json_and_text():
     r = runner.invoke(app, ["tasks", "list", "--tasks", "taxi"])
     assert r.exit_code == 0
     lines = r.stdout.strip().splitlines()
-    assert len(lines) == 5 and lines[0].startswith("taxi/state0\t")
+    assert len(lines) == 5 and lines[0].startswith("taxi/state1\t")
     r = runner.invoke(app, ["tasks", "list", "--json", "--tasks", "cartpole/*"])
     rows = json.loads(r.stdout)
     assert next(x["id"] for x in rows) == "cartpole/seed41" and rows[0]["actions"] == 2
@@ -24,15 +24,48 @@ def test_tasks_list_json_and_text():
 
 def test_tasks_show_writes_png(tmp_path):
     out = tmp_path / "start.png"
-    r = runner.invoke(app, ["tasks", "show", "taxi/state0", "--png", str(out)])
+    r = runner.invoke(app, ["tasks", "show", "taxi/state1", "--png", str(out)])
     assert r.exit_code == 0, r.output
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Pickup" in r.stdout
 
 
+def test_tasks_show_prints_where_every_number_comes_from():
+    from vical.cli import number_sources
+    from vical.spec import get_task
+
+    r = runner.invoke(app, ["tasks", "show", "assault/base"])
+    assert r.exit_code == 0, r.output
+    out = r.stdout
+    part = out[out.index("where the numbers come from") :]
+    assert all(len(line) <= 80 for line in part.splitlines())
+    flat = " ".join(part.split())
+    assert "seed 41: paper: Table 8" in flat and "max steps 48: paper: Table 7" in flat
+    assert "frame skip 2: paper: Table 7" in flat and "action steps 2: paper: Table 7" in flat
+    assert "scoring target reward = 63: paper: Table 7" in flat
+    assert "scoring target pass_reward = 63: calibrated:" in flat
+    assert "scoring.time_bonus_weight = 20: calibrated:" in flat
+    assert "tags:" in flat and "init sequence: none" in flat
+    # a human-init task shows its sequence's source; per-task params show theirs
+    t = get_task("trondead/level2-a")
+    r = runner.invoke(app, ["tasks", "show", t.id])
+    flat = " ".join(r.stdout.split())
+    assert " ".join(t.variant.init_source.split()) in flat
+    assert "task param level = 2: paper: Table 7" in flat
+    assert "task target reward = 80: calibrated:" in flat
+    # numbers the paper does not list are not labelled as paper
+    rows = dict(number_sources(get_task("enduro/open-a")))
+    assert rows["initial skip 0"].startswith("none stored")
+    for task_id in ("riverraid/s1-fuel200", "taxi/state1", "alien/base"):
+        assert all(
+            src.startswith(("paper:", "calibrated:", "none stored"))
+            for _, src in number_sources(get_task(task_id))
+        )
+
+
 def test_unknown_task_names_value_and_fix():
     r = runner.invoke(app, ["tasks", "show", "taxi/nope"])
-    assert r.exit_code == 2 and "taxi/nope" in r.output and "state0" in r.output
+    assert r.exit_code == 2 and "taxi/nope" in r.output and "state1" in r.output
     r = runner.invoke(app, ["eval", "--tasks", "zzz/*"])
     assert r.exit_code == 2 and "vical tasks list" in r.output
 
@@ -44,7 +77,7 @@ def test_eval_then_report(tmp_path):
         [
             "eval",
             "--tasks",
-            "taxi/state0,acrobot/rest",
+            "taxi/state1,acrobot/rest",
             "--runs",
             "2",
             "--out",
@@ -78,5 +111,5 @@ def test_sheet(tmp_path, env):
 
 
 def test_unknown_backend_lists_choices():
-    r = runner.invoke(app, ["eval", "--agent", "nope", "--tasks", "taxi/state0"])
+    r = runner.invoke(app, ["eval", "--agent", "nope", "--tasks", "taxi/state1"])
     assert r.exit_code == 2 and "random" in r.output

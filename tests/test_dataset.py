@@ -16,7 +16,7 @@ from vical.dataset import (
 from vical.demos.render import decode_mp4
 from vical.spec import get_task
 
-SUBSET = "cliffwalking/base,cartpole/seed42,taxi/state1"
+SUBSET = "cliffwalking/base,cartpole/seed42,taxi/state2"
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def test_rebuilt_folder_never_loads_stale_rows(tmp_path, monkeypatch):
     """A folder rebuilt at the same path loads its new rows, not a cache of the old ones."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     out = tmp_path / "same"
-    build_dataset(out, "taxi/state0")
+    build_dataset(out, "taxi/state1")
     assert len(load_dataset_folder(out)) == 1
-    build_dataset(out, "taxi/state0,taxi/state1,cartpole/seed41")
+    build_dataset(out, "taxi/state1,taxi/state2,cartpole/seed41")
     assert len(load_dataset_folder(out)) == 3

@@ -6,15 +6,20 @@ frames), clips are defined once and shared across tasks, every clip replays to
 its label on every task that shows it and starts away from every task opening
 of the environment, every simulator setting (ALE mode) has a loss clip (one
 life: dying ends and fails the episode in all six games), and regenerating
-Assault's clips reproduces the stored ones.
+Assault's clips reproduces the stored ones. Berzerk: every mode has a clip
+that walks out of the room (the main pass), first in every package of the
+mode, and it replays to Victory through the room counter with the life kept.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from vical.demos.experts import ale_decision_sim
 from vical.demos.make import MAX_FRAMES, MIN_FRAMES, _frames, make_demos, settings_groups
-from vical.demos.render import replay_clip, task_start_sha256
+from vical.demos.render import clip_task, replay_clip, task_start_sha256
+from vical.envs import make_env
+from vical.envs.ale_games.berzerk import ROOM_BYTE
 from vical.spec import DemoClip, TaskSpec, load_envs
 
 ENVS = ["alien", "assault", "asterix", "battlezone", "berzerk", "choppercommand"]
@@ -77,4 +82,67 @@ def test_clips_replay_and_start_away_from_every_opening(env):
 def test_assault_regeneration_matches_stored():
     spec = load_envs()["assault"]
     fresh = make_demos("assault")
+    assert {v.variant: v.demos for v in spec.tasks} == fresh
+
+
+def _berzerk_exits() -> list[tuple[TaskSpec, DemoClip]]:
+    """Each Berzerk exit clip once, with the first task that shows it."""
+    spec = load_envs()["berzerk"]
+    out: dict[str, tuple[TaskSpec, DemoClip]] = {}
+    for v in spec.tasks:
+        for c in v.demos:
+            if c.id.endswith("-exit"):
+                out.setdefault(c.id, (TaskSpec(env=spec, variant=v), c))
+    return list(out.values())
+
+
+def test_berzerk_every_package_opens_with_its_modes_room_exit():
+    spec = load_envs()["berzerk"]
+    by_variant = {v.variant: v for v in spec.tasks}
+    for group in settings_groups(spec):
+        firsts = {by_variant[name].demos[0].id for name in group}
+        assert len(firsts) == 1, group  # one exit clip per mode, shared by its tasks
+        assert firsts.pop().endswith("-exit"), group
+        for name in group:
+            assert sum(c.id.endswith("-exit") for c in by_variant[name].demos) == 1, name
+
+
+@pytest.mark.parametrize("task,clip", _berzerk_exits(), ids=lambda x: getattr(x, "id", ""))
+def test_berzerk_exit_clip_leaves_the_room_alive(task, clip):
+    """Victory by walking out: the room counter moves on the clip's last decision, never
+    before, and no life is lost (a death also moves the counter)."""
+    assert clip.label == "Victory" and 10 <= len(clip.actions) <= 40
+    env = make_env(clip_task(task, clip))
+    try:
+        env.reset()
+        room0, lives0 = int(env.adapter.ram()[ROOM_BYTE]), env.adapter.lives()
+        for i, name in enumerate(clip.actions):
+            assert not env.done, (clip.id, i)
+            assert int(env.adapter.ram()[ROOM_BYTE]) == room0, (clip.id, i)
+            step = env.step(name)
+        assert env.done and step.outcome == "Victory" and env.passed()
+        assert int(env.adapter.ram()[ROOM_BYTE]) != room0
+        assert env.adapter.lives() == lives0
+        assert env.progress()["exited"] and not env.progress()["died"]
+    finally:
+        env.close()
+
+
+def test_berzerk_exit_walk_reproduces_a_stored_clip():
+    """The recipe's exit search, rerun from a stored clip's start, finds the same walk
+    (one mode; the full regeneration is the slow test below)."""
+    from vical.demos.recipes.berzerk import exit_walk
+
+    task, clip = _berzerk_exits()[0]
+    sim = ale_decision_sim(clip_task(task, clip))
+    try:
+        assert exit_walk(sim) == clip.actions
+    finally:
+        sim.adapter.close()
+
+
+@pytest.mark.slow
+def test_berzerk_regeneration_matches_stored():
+    spec = load_envs()["berzerk"]
+    fresh = make_demos("berzerk")
     assert {v.variant: v.demos for v in spec.tasks} == fresh

@@ -36,10 +36,12 @@ def test_procgen_packages(env):
     # every clip plays a level that no task of the game uses
     task_seeds = {v.seed for v in spec.tasks}
     assert all(c.seed is not None and c.seed not in task_seeds for c in clips.values())
-    # clips are shared across tasks, several clips per game, and a failure is shown
+    # clips are shared across tasks, several clips per game, and a success and a failure
+    # are shown (the paper's packages draw on about four clips per environment, so a game
+    # may show a single success; see vical.demos.packages)
     assert sum(len(v.demos) for v in spec.tasks) > len(clips) >= 3
     assert any(c.label == FAIL_LABEL[env] for c in clips.values())
-    assert sum(c.label == "Victory" for c in clips.values()) >= 2
+    assert any(c.label == "Victory" for c in clips.values())
 
 
 def test_label_groups_split_by_target():

@@ -14,7 +14,7 @@ def test_every_task_is_registered():
 
 
 def test_check_env_and_rewards_sum_to_score():
-    env = gym.make("vical/taxi-state0")
+    env = gym.make("vical/taxi-state1")
     check_env(env.unwrapped, skip_render_check=True)
     obs, info0 = env.reset()
     total, done = 0.0, False
@@ -24,5 +24,5 @@ def test_check_env_and_rewards_sum_to_score():
         total += r
         done = term or trunc
     assert abs(total - (info["score"] - info0["score"])) < 1e-6
-    ref = make_env("taxi/state0")
+    ref = make_env("taxi/state1")
     assert obs.shape == ref.reset().shape

@@ -37,11 +37,15 @@ def crash_run():
     return play(BASE, lambda env: "Faster")
 
 
-def test_safe_driver_survives_the_horizon(safe_run):
+def test_safe_driver_reaches_highway_envs_own_end_early(safe_run):
+    """highway-env's native episode end (duration, 39 s = 39 decisions) is kept: a drive
+    that survives to it ends as a Victory before the task's budget (Table 28's early
+    successes)."""
     score, passed, outcome, steps, scores, passes, progress = safe_run
     assert outcome == "Victory" and passed and not progress["crashed"]
-    assert steps == get_task(BASE).max_steps
-    assert not any(passes[:-1]), "the pass comes only with the full horizon"
+    task = get_task(BASE)
+    assert steps == task.params["episode_seconds"] == 39 < task.max_steps
+    assert not any(passes[:-1]), "the pass comes only at the end of the drive"
     assert 0.0 < score < 100.0
     assert all(b >= a for a, b in pairwise(scores)), "score must never decrease"
 

@@ -6,14 +6,29 @@ files that drifts from the paper fails here. Numbers live in ``vical/paper.py``.
 
 from __future__ import annotations
 
+import os
+import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from conftest import ALL_TASKS
 
+from vical.demos.render import clip_task
+from vical.envs import make_env
 from vical.envs.actions import is_combo
-from vical.paper import ENVS, TOTAL_COMBOS, TOTAL_TASKS
-from vical.spec import load_envs
+from vical.envs.core import frame_sha256
+from vical.paper import ENVS, FIGURE5, TABLE25, TABLE28, TOTAL_COMBOS, TOTAL_TASKS, TYPE_TASKS
+from vical.spec import (
+    ENV_TYPES,
+    DemoClip,
+    TaskSpec,
+    _check_provenance,
+    _numeric_keys,
+    all_tasks,
+    get_task,
+    load_envs,
+)
 
 LOADED = load_envs()
 ENV_KEYS = sorted(LOADED)
@@ -69,3 +84,575 @@ def test_every_environment_and_task_of_the_paper_is_present():
     assert len(ALL_TASKS) == TOTAL_TASKS == 342
     assert len({t.id for t in ALL_TASKS}) == len(ALL_TASKS)
     assert sum(is_combo(a) for s in LOADED.values() for a in s.actions) == TOTAL_COMBOS
+
+
+# --- Tables 16-18: the paper's logged successes replay on our tasks -------------------
+
+# (task, actions, the table's step count). Each table logs a whole successful
+# episode; replaying its actions from our start state must succeed on exactly the
+# last one, so our seeds, layouts and action names reproduce the paper's tasks.
+PAPER_TRACES = {
+    "Table 16": (
+        "taxi/state4",
+        "Up Up Pickup Left Left Down Down Left Left Up Up Dropoff",
+        12,
+    ),
+    "Table 17": (
+        "lavacrossing/seed1952",
+        "Right Forward Forward Left " + "Forward " * 8 + "Right " + "Forward " * 6,
+        19,
+    ),
+    "Table 18": (
+        "unlockpickup/room7-seed3445",
+        "Right Forward Pickup Left Forward Forward Right Forward Forward Toggle Right Drop "
+        "Left Forward Forward Forward Pickup",
+        17,
+    ),
+}
+
+
+@pytest.mark.parametrize("table", sorted(PAPER_TRACES))
+def test_paper_trace_succeeds_on_its_last_step(table):
+    task_id, actions, n = PAPER_TRACES[table]
+    trace = actions.split()
+    assert len(trace) == n
+    env = make_env(get_task(task_id))
+    env.reset()
+    for i, action in enumerate(trace):
+        step = env.step(action)
+        assert step.done == (i == n - 1), f"{task_id}: step {i + 1} ({action})"
+    assert step.outcome == "Victory" and step.passed and step.score == 100.0
+
+
+def test_taxi_state4_is_the_table16_start():
+    """Table 16's rationale: the taxi two cells below the passenger at G, drop-off at R."""
+    env = make_env(get_task("taxi/state4"))
+    env.reset()
+    raw = env.adapter.env
+    row, col, passenger, destination = raw.decode(int(raw.s))
+    assert (row, col) == (2, 4)
+    assert tuple(raw.locs[passenger]) == (0, 4) and tuple(raw.locs[destination]) == (0, 0)
+
+
+# --- Table 1 columns: game type, memory and dynamics tags (Tables 1, 24, 25, 28; docs/paper-tags.md) ---
+#
+# Table-1 tags (game type, memory, dynamics) against the paper's structure.
+#
+# The derivation is in ``docs/paper-tags.md``. Each test names the table it holds
+# the tags to; numbers live in ``vical/paper.py``. A change to any ``tags:`` block
+# that drifts from the paper fails here.
+
+
+# Table 25 and Table 28 count the same 1,368 leading-model episodes. Overall,
+# 506 failures end in the environment against 502 early deaths in Table 28, so
+# a type's early terminations may exceed its early deaths by at most 4.
+ET_SLACK = 506 - 502
+
+
+def _members(tag: str) -> set[str]:
+    return {k for k, s in LOADED.items() if tag in s.tags.types}
+
+
+def _task_count(keys) -> int:
+    return sum(len(LOADED[k].tasks) for k in keys)
+
+
+def _early_deaths(key: str) -> int:
+    row = TABLE28[key]
+    return round(row.n * row.early_death / 100)
+
+
+def _budget_reached(key: str) -> int:
+    row = TABLE28[key]
+    return row.n - round(row.n * row.early_death / 100) - round(row.n * row.early_success / 100)
+
+
+def test_table28_pools_every_task_four_times():
+    # The per-environment outcome counts below assume n = 4 x tasks.
+    for key, spec in LOADED.items():
+        assert TABLE28[key].n == 4 * len(spec.tasks), key
+    assert sum(_early_deaths(k) for k in LOADED) == 502
+    assert sum(_budget_reached(k) for k in LOADED) == 500
+
+
+@pytest.mark.parametrize("tag", ENV_TYPES)
+def test_type_task_counts_match_table25(tag):
+    # Table 25 "all" episodes are 4 x the tasks carrying the type.
+    assert _task_count(_members(tag)) == TYPE_TASKS[tag]
+
+
+def test_control_is_the_three_classic_control_tasks():
+    # Table 25: 16 Control failures = 12 in-environment (CartPole's 12 early
+    # deaths in Table 28) + 4 timeouts; Table 1 Control pass rates are
+    # multiples of 1/15 (three 5-task environments).
+    assert _members("Control") == {"acrobot", "cartpole", "mountaincar"}
+
+
+def test_sport_is_pong_and_tennis():
+    # Table 25: 14 Sport failures = 12 in-environment (Tennis's 12 early deaths)
+    # + 2 timeouts (Pong, which always reaches its budget); Table 1 Sport pass
+    # rates are multiples of 10 (two 5-task environments).
+    assert _members("Sport") == {"pong", "tennis"}
+
+
+def test_collect_is_eight_five_task_environments():
+    # Table 1 Collect pass rates are all multiples of 2.5 (k/40 averaged over
+    # eight 5-task environments), and the four leading models' Collect pass
+    # rates then give 84 passes in 160 episodes = Table 25's 76 failures.
+    members = _members("Collect")
+    assert len(members) == 8
+    assert all(len(LOADED[k].tasks) == 5 for k in members)
+
+
+def test_memory_split_matches_table1():
+    # Regressing Table 1's All on Single/Multiple (equal weight per environment)
+    # gives four Single environments; Single pass rates are multiples of 5,
+    # so each has 5 tasks.
+    single = {k for k, s in LOADED.items() if s.tags.memory == "Single"}
+    assert len(single) == 4
+    assert all(len(LOADED[k].tasks) == 5 for k in single)
+    # Section 4.2 names Taxi as a current-frame task.
+    assert "taxi" in single
+
+
+def test_dynamics_split_matches_table1():
+    # The same regression on Static/Dynamic gives ten Static environments;
+    # Section 4.2 names Toy Text and MiniGrid as static.
+    static = {k for k, s in LOADED.items() if s.tags.dynamics == "Static"}
+    assert len(static) == 10
+    assert {"taxi", "cliffwalking", "lavacrossing", "multiroom", "unlockpickup"} <= static
+    # The issue that introduced provenance notes: nothing in Heist moves by itself.
+    assert "heist" in static
+
+
+@pytest.mark.parametrize("tag", ENV_TYPES)
+def test_type_failures_consistent_with_table28(tag):
+    failed, _all, et_pct, _to_pct = TABLE25[tag]
+    early = round(failed * et_pct / 100)
+    timeouts = failed - early
+    members = _members(tag)
+    deaths = sum(_early_deaths(k) for k in members)
+    budget = sum(_budget_reached(k) for k in members)
+    # Every early death is an in-environment failure; at most ET_SLACK
+    # in-environment failures are not early deaths.
+    assert deaths <= early <= deaths + ET_SLACK, (tag, deaths, early)
+    # A timeout is a failed episode that reached its budget.
+    assert timeouts <= budget, (tag, timeouts, budget)
+
+
+def test_table1_means_reproduce_overall_columns():
+    # Table 1's All column is the mean over 37 equally weighted environments, so
+    # the Single/Multiple and Static/Dynamic columns must average back to it
+    # with the counts the tags give (Seed-2.1-Pro and the random row, S).
+    n_single = sum(s.tags.memory == "Single" for s in LOADED.values())
+    n_static = sum(s.tags.dynamics == "Static" for s in LOADED.values())
+    n = len(LOADED)
+    for single, multiple, static, dynamic, overall in (
+        (68.9, 52.7, 74.3, 47.0, 54.4),
+        (5.6, 15.0, 8.4, 16.1, 14.0),
+    ):
+        assert (n_single * single + (n - n_single) * multiple) / n == pytest.approx(
+            overall, abs=0.1
+        )
+        assert (n_static * static + (n - n_static) * dynamic) / n == pytest.approx(overall, abs=0.1)
+
+
+def test_dodge_environment_count_fits_table1():
+    # Table 1, Qwen3-Omni-30B scores: Dodge 15.6, Control 19.5, Sport 16.7,
+    # Multiple 12.8. When the Dodge, Control and Sport environments are all
+    # Multiple-memory and pairwise disjoint, their score totals cannot exceed
+    # the Multiple column's total (scores are >= 0). This caps Dodge at 21
+    # environments, which rules out keeping every small Dodge game and
+    # dropping only a 25-task one (docs/paper-tags.md).
+    dodge, control, sport = _members("Dodge"), _members("Control"), _members("Sport")
+    multiple = {k for k, s in LOADED.items() if s.tags.memory == "Multiple"}
+    assert dodge | control | sport <= multiple
+    assert not (dodge & control or dodge & sport or control & sport)
+    lower = (15.6 - 0.05) * len(dodge) + (19.5 - 0.05) * len(control)
+    lower += (16.7 - 0.05) * len(sport)
+    assert lower <= (12.8 + 0.05) * len(multiple)
+
+
+@pytest.mark.parametrize("key", ENV_KEYS)
+def test_every_tags_block_names_its_evidence(key):
+    note = LOADED[key].tags.provenance
+    assert note and note.strip().startswith("paper:"), key
+
+
+def test_tags_match_the_derivation_table():
+    # docs/paper-tags.md ends with the assignment it argues for; the task files
+    # and the document must not drift apart.
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[1] / "docs" / "paper-tags.md"
+    text = doc.read_text(encoding="utf-8")
+    table = text[text.index("## Final assignment") :]
+    rows = {}
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0] in LOADED:
+            rows[cells[0]] = (set(cells[1].split(", ")), cells[2], cells[3])
+    assert set(rows) == set(LOADED)
+    for key, (types, memory, dynamics) in rows.items():
+        tags = LOADED[key].tags
+        assert (set(tags.types), tags.memory, tags.dynamics) == (types, memory, dynamics), key
+
+
+# --- Table 28: early successes and early deaths are possible where the paper saw them ----
+#
+# Ending rules that agree with Table 28 (post-preload episode lengths by environment).
+#
+# Table 28 reports, per environment, the share of early successes (ES: the pass
+# condition holds and the episode ended strictly before its decision budget) and
+# early deaths (ED: an in-environment failure ended it before the budget without
+# a pass), and the longest episode seen (``hi``). A non-zero column must be
+# possible under vical's rules, and no environment's largest budget (Table 7)
+# may be shorter than Table 28's longest episode.
+#
+# Everything is shown by running episodes through a task's own environment (its
+# rules, its budget): demo clips' actions are replayed from the clip's start
+# state with the budget of a task that lists the clip, and where no clip shows
+# the ending a short scripted episode does. Nothing is cached between tests.
+
+
+def test_every_environment_is_covered():
+    assert len(ENV_KEYS) == 37 and set(ENV_KEYS) == set(TABLE28)
+
+
+def _env_tasks(env: str) -> list[TaskSpec]:
+    spec = load_envs()[env]
+    return [TaskSpec(env=spec, variant=v) for v in spec.tasks]
+
+
+def _run(task: TaskSpec, actions: list[str]) -> tuple[int, str | None, bool, bool]:
+    """Play ``actions`` until the episode ends: (steps, outcome, terminated, passed)."""
+    env = make_env(task)
+    try:
+        env.reset()
+        step = None
+        for a in actions:
+            if env.done:
+                break
+            step = env.step(a)
+        assert step is not None
+        return step.index, step.outcome, step.terminated, step.passed
+    finally:
+        env.close()
+
+
+def _clip_under_budget(task: TaskSpec, clip: DemoClip) -> tuple[int, str | None, bool, bool]:
+    """A clip's actions from its own start state, under the task's rules and budget."""
+    ct = clip_task(task, clip)
+    ct = TaskSpec(env=ct.env, variant=ct.variant.model_copy(update={"max_steps": task.max_steps}))
+    return _run(ct, list(clip.actions))
+
+
+def _clips(env: str, label: str):
+    """(task, clip) for every distinct clip of the environment with the given label."""
+    seen: set[str] = set()
+    for t in _env_tasks(env):
+        for c in t.variant.demos:
+            if c.label == label and c.id not in seen:
+                seen.add(c.id)
+                yield t, c
+
+
+# -- scripted episodes for endings no demo clip shows ----------------------------
+def _flappy_pilot(env) -> str:
+    """Flap when the bird has sunk to 20 px above the next gap's lower edge and is falling."""
+    from flappy_bird_gymnasium.envs.constants import PIPE_WIDTH, PLAYER_HEIGHT
+
+    e = env.adapter.env
+    ahead = [
+        p
+        for p in zip(e._upper_pipes, e._lower_pipes, strict=True)
+        if p[0]["x"] + PIPE_WIDTH > e._player_x
+    ]
+    _, lower = min(ahead, key=lambda p: p[0]["x"])
+    floor = lower["y"] - 20 - PLAYER_HEIGHT
+    return "Flap" if e._player_y > floor and e._player_vel_y >= 0 else "Idle"
+
+
+def _flappy_three_pipes():
+    task = get_task("flappybird/seed47")
+    env = make_env(task)
+    try:
+        env.reset()
+        step = None
+        while not env.done:
+            step = env.step(_flappy_pilot(env))
+        return task, (step.index, step.outcome, step.terminated, step.passed)
+    finally:
+        env.close()
+
+
+# Berzerk: out through the top gap of the outer wall (a short life-safe beam search).
+BERZERK_EXIT = ["Up", "Up+Right", "Up+Right", "Up+Left", "Up+Right", "Up+Left", "Up+Right"]
+BERZERK_EXIT += ["Up+Right", "Up+Right", "Right+Shoot", "Up+Right", "Right", "Right", "Up+Right"]
+
+
+def _berzerk_exit():
+    task = get_task("berzerk/mode1")
+    return task, _run(task, BERZERK_EXIT)
+
+
+SCRIPTED_SUCCESS = {"flappybird": _flappy_three_pipes, "berzerk": _berzerk_exit}
+
+
+# -- the tests ----------------------------------------------------------------------
+@pytest.mark.parametrize("env", [e for e in ENV_KEYS if TABLE28[e].early_success > 0])
+def test_early_success_is_possible_where_table28_reports_one(env):
+    tried = []
+    if env in SCRIPTED_SUCCESS:
+        task, (steps, outcome, terminated, passed) = SCRIPTED_SUCCESS[env]()
+        tried.append((task.id, "scripted", steps, outcome, passed))
+        if terminated and passed and steps < task.max_steps:
+            return
+    for task, clip in _clips(env, "Victory"):
+        steps, outcome, terminated, passed = _clip_under_budget(task, clip)
+        tried.append((task.id, clip.id, steps, outcome, passed))
+        if terminated and passed and steps < task.max_steps:
+            return
+    pytest.fail(f"{env}: no episode ended early with a pass; tried {tried}")
+
+
+@pytest.mark.parametrize("env", [e for e in ENV_KEYS if TABLE28[e].early_death > 0])
+def test_early_death_is_possible_where_table28_reports_one(env):
+    tried = []
+    for task, clip in _clips(env, "Terminated"):
+        steps, outcome, terminated, passed = _clip_under_budget(task, clip)
+        tried.append((task.id, clip.id, steps, outcome, passed))
+        if terminated and outcome == "Terminated" and not passed and steps < task.max_steps:
+            return
+    pytest.fail(f"{env}: no episode ended early in an in-environment failure; tried {tried}")
+
+
+@pytest.mark.parametrize("env", ENV_KEYS)
+def test_largest_budget_covers_the_longest_episode(env):
+    """The environment built for the task with the largest budget runs at least Table 28's
+    longest episode before its cap."""
+    task = max(_env_tasks(env), key=lambda t: t.max_steps)
+    env_ = make_env(task)
+    try:
+        assert env_.max_steps == task.max_steps >= TABLE28[env].hi
+    finally:
+        env_.close()
+
+
+# --- Figure 5 start sequences, Table 7 Freeway budgets, the paper's action names ---------
+#
+# Start states, budgets and vocabularies the paper spells out (issue 12, items 3-6).
+#
+# To be merged into ``tests/test_paper_fidelity.py``. Numbers and sequences come
+# from ``vical/paper.py``; the Taxi destination-marker check is in
+# ``tests/test_toytext.py``.
+
+
+# Section 2 "Human-driven initialization" / Figure 5: which task replays each
+# sequence (Asterix has one human-init task; Frostbite's and Seaquest's are
+# chosen in the YAML comments above the tasks).
+FIGURE5_TASKS = {"asterix": "lanes", "frostbite": "floes-c", "seaquest": "dive-230"}
+
+
+@pytest.mark.parametrize("key", sorted(FIGURE5))
+def test_figure5_sequences_are_replayed_exactly(key):
+    skip, sequence = FIGURE5[key]
+    spec = LOADED[key]
+    paper = [t for t in spec.tasks if (t.init_source or "").startswith("paper: Figure 5")]
+    assert [t.variant for t in paper] == [FIGURE5_TASKS[key]]
+    (task,) = paper
+    assert task.kind == "human-init"
+    assert task.init_actions == list(sequence)
+    if skip is not None:  # the paper states the warm-up (Seaquest: 230 frames)
+        assert task.initial_skip == skip
+    assert task.initial_skip in ENVS[key].initial_skips
+
+
+@pytest.mark.parametrize("key", sorted(FIGURE5))
+def test_figure5_starts_are_alive_and_new(key):
+    """The replay keeps the game running, and the start frame is no other task's."""
+    spec = LOADED[key]
+    frames = {}
+    for t in spec.tasks:
+        env = make_env(get_task(f"{key}/{t.variant}"))
+        try:
+            frames[t.variant] = frame_sha256(env.reset())
+            if t.variant == FIGURE5_TASKS[key]:
+                assert not env.done
+                assert not env.step("NOOP").done
+        finally:
+            env.close()
+    mine = frames.pop(FIGURE5_TASKS[key])
+    assert mine not in frames.values()
+
+
+def test_freeway_uses_every_table7_budget():
+    spec = LOADED["freeway"]
+    budgets = {t.max_steps or spec.max_steps for t in spec.tasks}
+    assert budgets == {22, 28, 33, 61, 69, 70, 72, 76, 81} == set(ENVS["freeway"].max_steps)
+
+
+def test_taxi_vocabulary_is_the_papers():
+    """Table 16's trace and Table 19 name Taxi moves Up/Down/Left/Right."""
+    spec = LOADED["taxi"]
+    assert set(spec.actions) == {"Up", "Down", "Left", "Right", "Pickup", "Dropoff"}
+    # native Taxi-v3 indices: 0 south, 1 north, 2 east, 3 west, 4 pickup, 5 drop-off
+    assert spec.actions == {"Down": 0, "Up": 1, "Right": 2, "Left": 3, "Pickup": 4, "Dropoff": 5}
+
+
+# --- Provenance: every target, threshold and weight says where it comes from -------------
+#
+# Every target, threshold and score weight says where it comes from (issue 12, item 8).
+#
+# A number is either stated by the paper (``paper: <table/section>``) or ours
+# (``calibrated: <how it was obtained>``). The checks here keep the ``paper:``
+# label honest: each such number must be one the paper really states, with the
+# same value, in the row of the same environment. The quotes below are Table 7's
+# "Manual modifications" column word for word; when the paper text is at hand
+# (a plain-text copy of the paper named by ``VICAL_PAPER_TEXT``) they are checked against it.
+
+
+# (env, parameter or target name) -> (value, words of Table 7 that state it).
+# Trondead's level is a per-task parameter: any of the listed values.
+PAPER_STATED: dict[tuple[str, str], tuple[object, str]] = {
+    ("acrobot", "pass_height"): (0.0, "pass once the endpoint rises above the pivot"),
+    ("alien", "pass_reward"): (75, "use 75/150-point pass/end thresholds"),
+    ("alien", "end_reward"): (150, "use 75/150-point pass/end thresholds"),
+    ("alien", "bonus_chunk"): (500, "Suppress one-shot 500-point bonuses"),
+    ("assault", "reward"): (63, "Normalize to a 63-point target"),
+    ("bigfish", "reward_target"): (2, "normalize cumulative reward to a two-point target"),
+    ("demonattack", "reward"): (90, "90-point target"),
+    ("dodgeball", "completion_reward"): (10, "reward at least 10 marks completion"),
+    ("flappybird", "pipes_target"): (3, "end successfully after three pipes"),
+    ("flappybird", "pass_pipes"): (1, "pass after one pipe"),
+    ("freeway", "pass_fraction"): (0.5, "halfway pass criterion"),
+    ("heist", "pass_reward"): (2, "collecting reward at least 2 establishes a pass"),
+    ("mountaincar", "pass_fraction"): (
+        0.5,
+        "pass after traversing half the remaining distance to the goal",
+    ),
+    ("ninja", "pass_progress"): (0.5, "Pass at 0.5 normalized progress"),
+    ("roadrunner", "reward"): (1100, "use an 1100-point target"),
+    ("tetris", "rows_target"): (2, "complete after two"),
+    ("tetris", "pass_rows"): (1, "pass after one cleared row"),
+    ("trondead", "level"): ({0, 1, 2, 4, 7}, "RAM-selected variants (values 0,1,2,4,7)"),
+}
+
+
+def _labelled_numbers():
+    """(env, name, value, provenance) for every target and numeric parameter of every task."""
+    seen = set()
+    for t in all_tasks():
+        env, v = t.env, t.variant
+        rows = [(n, tg.value, tg.provenance) for n, tg in t.targets.items()]
+        for rule in (env.scoring, env.pass_rule):
+            rows += [
+                (k, rule.params[k], rule.provenance.get(k)) for k in _numeric_keys(rule.params)
+            ]
+        rows += [(k, v.params[k], v.provenance.get(k)) for k in _numeric_keys(v.params)]
+        for name, value, prov in rows:
+            key = (env.env, name, repr(value), prov)
+            if key not in seen:
+                seen.add(key)
+                yield t.id, env.env, name, value, prov
+
+
+def test_every_number_of_every_task_has_provenance_of_the_right_form():
+    bad = []
+    for task_id, _env, name, _value, prov in _labelled_numbers():
+        if prov is None:
+            bad.append(f"{task_id}: {name} has no provenance")
+            continue
+        try:
+            _check_provenance(prov)
+        except ValueError as e:
+            bad.append(f"{task_id}: {name}: {e}")
+        if prov.strip() in ("paper: Table 7", "paper: Table 8", "paper"):
+            bad.append(f"{task_id}: {name}: {prov!r} does not say which row or words")
+    assert not bad, "\n".join(bad)
+
+
+def test_paper_labelled_numbers_are_stated_by_the_paper():
+    bad = []
+    for task_id, env, name, value, prov in _labelled_numbers():
+        if not prov.startswith("paper:"):
+            continue
+        stated = PAPER_STATED.get((env, name))
+        if stated is None:
+            bad.append(f"{task_id}: {name} = {value} is labelled paper but no table row states it")
+            continue
+        want, quote = stated
+        ok = value in want if isinstance(want, set) else float(value) == float(want)
+        if not ok:
+            bad.append(f"{task_id}: {name} = {value}, but the paper states {want}")
+        if ENVS[env].paper_id not in prov:
+            bad.append(f"{task_id}: {name}: provenance does not name the row {ENVS[env].paper_id}")
+        if not re.search(r"Table \d+|Appendix|Section", prov):
+            bad.append(f"{task_id}: {name}: provenance names no table or section")
+        if quote not in " ".join(prov.split()):
+            bad.append(f"{task_id}: {name}: provenance does not quote {quote!r}")
+    assert not bad, "\n".join(bad)
+
+
+def test_every_paper_stated_number_is_used_with_the_paper_label():
+    envs = load_envs()
+    for (env, name), (want, _quote) in PAPER_STATED.items():
+        spec = envs[env]
+        found = []
+        for v in spec.tasks:
+            t = get_task(f"{env}/{v.variant}")
+            if name in t.targets:
+                found.append((t.targets[name].value, t.targets[name].provenance))
+            for rule in (spec.scoring, spec.pass_rule):
+                if name in rule.params:
+                    found.append((rule.params[name], rule.provenance.get(name, "")))
+            if name in v.params:
+                found.append((v.params[name], v.provenance.get(name, "")))
+        assert found, f"{env}: {name} is not in the task file"
+        for value, prov in found:
+            assert prov.startswith("paper:"), f"{env}: {name} = {value} is labelled {prov!r}"
+            if isinstance(want, set):
+                assert value in want
+            else:
+                assert float(value) == float(want)
+
+
+def _paper_text() -> str | None:
+    p = os.environ.get("VICAL_PAPER_TEXT")
+    return Path(p).read_text() if p and Path(p).is_file() else None
+
+
+def test_quoted_table7_words_are_the_papers():
+    text = _paper_text()
+    if text is None:
+        pytest.skip("paper text not available (set VICAL_PAPER_TEXT)")
+    table7 = text[
+        text.index("Table 7: Per-environment") : text.index("Human-driven initialization")
+    ]
+    for (env, name), (_want, quote) in PAPER_STATED.items():
+        row = next(ln for ln in table7.splitlines() if ln.startswith(ENVS[env].paper_id + "\t"))
+        assert quote in row, f"{env}: {name}: {quote!r} is not in Table 7's row {row!r}"
+
+
+def test_assault_score_target_is_the_paper_and_its_pass_threshold_is_ours():
+    t = get_task("assault/base")
+    score, pass_ = t.targets["reward"], t.targets["pass_reward"]
+    assert score.value == 63 and score.provenance.startswith("paper: Table 7")
+    assert "Normalize to a 63-point target" in score.provenance
+    # Table 7 names no pass threshold for Assault: the threshold is labelled as ours.
+    assert pass_.provenance.startswith("calibrated:")
+    assert pass_.value == score.value  # passing is reaching the score target itself
+
+
+def test_paper_end_thresholds_are_not_passed_off_as_score_targets():
+    # Alien: 75/150 are the paper's pass/end thresholds; normalising the score by
+    # the end threshold is our choice and is labelled so.
+    t = get_task("alien/base")
+    assert t.targets["pass_reward"].provenance.startswith("paper: Table 7")
+    assert t.targets["end_reward"].provenance.startswith("paper: Table 7")
+    assert t.targets["reward"].provenance.startswith("calibrated:")
+    # Pass thresholds the paper does not state are ours.
+    for env in ("demonattack", "roadrunner"):
+        t = get_task(f"{env}/{load_envs()[env].tasks[0].variant}")
+        assert t.targets["reward"].provenance.startswith("paper: Table 7")
+        assert t.targets["pass_reward"].provenance.startswith("calibrated:")

@@ -16,7 +16,7 @@ from vical.run import load_results, run_eval
 from vical.run.runner import episode_name, episode_seed
 from vical.spec import select_tasks
 
-TASKS = "taxi/state0,cliffwalking/base,cartpole/seed41"
+TASKS = "taxi/state1,cliffwalking/base,cartpole/seed41"
 
 
 def test_run_writes_every_episode_file(tmp_path):
@@ -55,12 +55,12 @@ def test_results_replay_exactly_in_a_fresh_env(tmp_path):
 
 
 def test_same_seed_same_actions_and_distinct_episode_seeds(tmp_path):
-    tasks = select_tasks("taxi/state0")
+    tasks = select_tasks("taxi/state1")
     run_eval(tasks, tmp_path / "a", runs=2, workers=1, progress=False, run_seed=7)
     run_eval(tasks, tmp_path / "b", runs=2, workers=1, progress=False, run_seed=7)
     a, b = load_results(tmp_path / "a"), load_results(tmp_path / "b")
     assert [r.actions for r in a] == [r.actions for r in b]
-    assert episode_seed(7, "taxi/state0", 0) != episode_seed(7, "taxi/state0", 1)
+    assert episode_seed(7, "taxi/state1", 0) != episode_seed(7, "taxi/state1", 1)
 
 
 def test_resume_skips_finished_and_refuses_other_settings(tmp_path):

@@ -17,7 +17,7 @@ from vical.submit.bundle import BundleError, make_bundle
 from vical.submit.keys import key_id, keygen, load_private, public_pem, sign
 from vical.submit.verify import VerifyError, safe_extract, verify_bundle
 
-TASKS = "taxi/state0,taxi/state1,cartpole/seed41,cliffwalking/base"
+TASKS = "taxi/state1,taxi/state2,cartpole/seed41,cliffwalking/base"
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,13 @@ import pytest
 from conftest import task_params
 
 from vical.envs import make_env
-from vical.envs.toytext import CLIFF_GOAL, cliff_distances
+from vical.envs.toytext import (
+    CLIFF_GOAL,
+    TAXI_BUILDING_OFFSET,
+    cliff_distances,
+    taxi_building_pixels,
+    taxi_cell_origin,
+)
 
 # --- an independent description of the Taxi-v3 domain (Dietterich's taxi) ---
 V3_MAP = [
@@ -151,6 +157,43 @@ def test_taxi_milestones_order_scores(task):
         if s.done:
             break
     assert s.passed and 80.0 <= s.score < 100.0
+
+
+def _building_match(frame, raw, cell) -> float:
+    """Share of the drop-off building's opaque pixels found in ``cell`` of ``frame``."""
+    rgb, opaque = taxi_building_pixels()
+    x0, y0 = taxi_cell_origin(raw, cell)
+    x, y = x0 + TAXI_BUILDING_OFFSET[0], y0 + TAXI_BUILDING_OFFSET[1]
+    patch = frame[y : y + rgb.shape[0], x : x + rgb.shape[1]]
+    same = (patch == rgb).all(axis=-1)
+    return float(same[opaque].mean())
+
+
+@pytest.mark.parametrize("task", task_params(["taxi"]))
+def test_taxi_destination_carries_the_building(task):
+    """The drop-off building stands on the destination and nowhere else (Table 16).
+
+    Gymnasium 1.4 draws its house at a fixed place above the G stand; the
+    adapter draws it on the destination stand instead, in every frame.
+    """
+    env = make_env(task)
+    frame = env.reset()
+    raw = env.adapter.env
+    r, c, p, d = raw.decode(int(raw.s))
+    locs = [tuple(x) for x in raw.locs]
+    assert (r, c) != locs[d], "the taxi would hide the marker at the start"
+    assert _building_match(frame, raw, locs[d]) == 1.0
+    for i, loc in enumerate(locs):
+        if i != d:
+            assert _building_match(frame, raw, loc) < 0.2, f"building on stand {i}"
+    # the fixed place above the top-right stand is plain canvas now
+    x0, y0 = taxi_cell_origin(raw, (0, 4))
+    above = frame[: y0 - 12, x0 : x0 + 88]
+    assert (above == above[0, 0]).all()
+    # still there after a move (the marker is part of every frame)
+    s = env.step("Pickup")
+    assert _building_match(s.frame, raw, locs[d]) == 1.0
+    env.close()
 
 
 def cliff_plan(env) -> list[str]:

@@ -99,7 +99,7 @@ def tasks_list(
 
 @tasks_app.command("show")
 def tasks_show(
-    task_id: str = typer.Argument(..., help="Task id, e.g. taxi/state0."),
+    task_id: str = typer.Argument(..., help="Task id, e.g. taxi/state1."),
     png: Path = typer.Option(None, "--png", help="Write the start frame to this PNG file."),
 ) -> None:
     """Show one task's settings, rules and actions; optionally save its start frame."""
@@ -124,6 +124,7 @@ def tasks_show(
     console.print(f"[bold]basic rules[/]: {spec.rules.basic}")
     console.print(f"[bold]detailed rules[/]: {spec.rules.detailed}")
     console.print(f"demo clips: {len(t.variant.demos)}")
+    _print_sources(t)
     if png:
         from PIL import Image
 
@@ -135,6 +136,117 @@ def tasks_show(
         png.parent.mkdir(parents=True, exist_ok=True)
         Image.fromarray(frame).save(png)
         console.print(f"start frame ({frame.shape[1]}x{frame.shape[0]}) written to {png}")
+
+
+def _fmt_number(x) -> str:
+    if isinstance(x, float) and x.is_integer():
+        return str(int(x))
+    if isinstance(x, dict):
+        return "{" + ", ".join(f"{k}: {_fmt_number(v)}" for k, v in x.items()) + "}"
+    return str(x)
+
+
+def _paper_sets(values) -> str:
+    return ", ".join(str(v) for v in sorted(values))
+
+
+def number_sources(t) -> list[tuple[str, str]]:
+    """(number, where it comes from) for every number `vical tasks show` prints."""
+    from vical.paper import ENVS
+    from vical.spec import _numeric_keys
+
+    spec, v = t.env, t.variant
+    pe = ENVS.get(spec.env)
+    rows: list[tuple[str, str]] = []
+
+    def table(name: str, value, ok: bool, label: str, listed) -> None:
+        if pe is None:
+            rows.append((f"{name} {value}", "not checked: no paper entry for this environment"))
+        elif ok:
+            rows.append((f"{name} {value}", f"paper: {label} ({pe.paper_id})"))
+        else:
+            rows.append(
+                (
+                    f"{name} {value}",
+                    f"ours: not among {label}'s values for {pe.paper_id} "
+                    f"({_paper_sets(listed) or 'none'})",
+                )
+            )
+
+    table("seed", v.seed, pe is not None and v.seed in pe.seeds, "Table 8", pe.seeds if pe else ())
+    skips = pe.initial_skips if pe else frozenset()
+    if pe is not None and v.initial_skip == 0:
+        note = (
+            f"none stored; Table 8 lists {_paper_sets(skips)} for other {pe.paper_id} tasks"
+            if skips
+            else f"paper: Table 8 (a dash: no initial skip for {pe.paper_id})"
+        )
+        rows.append(("initial skip 0", note))
+    else:
+        table("initial skip", v.initial_skip, v.initial_skip in skips, "Table 8", skips)
+    table(
+        "max steps",
+        t.max_steps,
+        pe is not None and t.max_steps in pe.max_steps,
+        "Table 7",
+        pe.max_steps if pe else (),
+    )
+    table(
+        "frame skip",
+        spec.frame_skip,
+        pe is not None and spec.frame_skip == pe.frame_skip,
+        "Table 7",
+        [pe.frame_skip] if pe else (),
+    )
+    table(
+        "action steps",
+        spec.action_steps,
+        pe is not None and spec.action_steps == pe.action_steps,
+        "Table 7",
+        [pe.action_steps] if pe else (),
+    )
+    own = v.targets
+    for name, target in t.targets.items():
+        where = "task target" if name in own else "scoring target"
+        rows.append((f"{where} {name} = {_fmt_number(target.value)}", target.provenance))
+    for rule_name, rule in (("scoring", spec.scoring), ("pass_rule", spec.pass_rule)):
+        for key in _numeric_keys(rule.params):
+            rows.append(
+                (
+                    f"{rule_name}.{key} = {_fmt_number(rule.params[key])}",
+                    rule.provenance.get(key, "MISSING"),
+                )
+            )
+    for key in _numeric_keys(v.params):
+        rows.append(
+            (f"task param {key} = {_fmt_number(v.params[key])}", v.provenance.get(key, "MISSING"))
+        )
+    return rows
+
+
+def _print_sources(t) -> None:
+    """Where every printed number, the tags and the start sequence come from (80 columns)."""
+    import textwrap
+
+    def say(head: str, text: str) -> None:
+        lines = textwrap.wrap(
+            f"{head}: {' '.join(text.split())}",
+            width=80,
+            initial_indent="  ",
+            subsequent_indent="      ",
+            break_on_hyphens=False,
+        )
+        for line in lines:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    console.print("[bold]where the numbers come from[/]:")
+    for head, text in number_sources(t):
+        say(head, text)
+    say("tags", t.env.tags.provenance or "no provenance recorded yet")
+    if t.variant.init_actions:
+        say(f"init sequence ({len(t.variant.init_actions)} actions)", t.variant.init_source or "")
+    else:
+        say("init sequence", "none (the task starts at reset after the initial skip)")
 
 
 @tasks_app.command("sheet")
@@ -168,7 +280,12 @@ def tasks_make_init(
     if gen is None:
         fail(f"{env} has no generate_init_actions(); its sequences are scripted in the YAML")
     fresh = gen(envs[env])
-    stored = {t.variant: list(t.init_actions) for t in envs[env].tasks if t.init_actions}
+    # sequences the paper spells out (init_source 'paper: ...') are data, not generator output
+    stored = {
+        t.variant: list(t.init_actions)
+        for t in envs[env].tasks
+        if t.init_actions and not (t.init_source or "").startswith("paper:")
+    }
     if check:
         if fresh != stored:
             diff = sorted(k for k in set(fresh) | set(stored) if fresh.get(k) != stored.get(k))
@@ -657,6 +774,63 @@ def demos_make(
     if write:
         path = write_demos(env, demos)
         console.print(f"written to {path}")
+
+
+@demos_app.command("pack")
+def demos_pack(
+    env: list[str] = typer.Option(
+        None, "--env", help="Environment key (repeatable; default: every environment)."
+    ),
+    check: bool = typer.Option(
+        False, "--check", help="Only report which task files packing would change (exit 1 if any)."
+    ),
+) -> None:
+    """Pack the stored demo clips into the paper's package structure (idempotent).
+
+    Applies vical.demos.packages.QUOTAS (clips per task, the shared pool of each
+    environment) to the demos lists of vical/tasks/<env>.yaml.
+    """
+    from vical.demos.make import write_demos
+    from vical.demos.packages import PackError, pack_stored
+    from vical.spec import load_envs
+
+    known = list(load_envs())
+    envs = env or known
+    unknown = [e for e in envs if e not in known]
+    if unknown:
+        fail(f"unknown environment(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    changed = []
+    for e in envs:
+        try:
+            packed, differs = pack_stored(e)
+        except PackError as ex:
+            fail(str(ex), code=1)
+        if not differs:
+            console.print(f"{e}: unchanged")
+            continue
+        changed.append(e)
+        if check:
+            console.print(f"{e}: would change")
+        else:
+            write_demos(e, packed)
+            n = sum(len(v) for v in packed.values())
+            d = len({c.id for v in packed.values() for c in v})
+            console.print(f"{e}: packed ({n} clip assignments, {d} distinct clips)")
+    if check and changed:
+        raise typer.Exit(1)
+
+
+@demos_app.command("stats")
+def demos_stats(
+    tasks: str = typer.Option(None, "--tasks", "-t", help="Task globs (default: every task)."),
+    resolutions: bool = typer.Option(
+        True, "--resolutions/--no-resolutions", help="Also count package resolutions (slower)."
+    ),
+) -> None:
+    """Demo package statistics next to the paper's (Appendix 1.2)."""
+    from vical.demos.stats import print_stats
+
+    print_stats(_select(tasks), resolutions=resolutions)
 
 
 @demos_app.command("render")

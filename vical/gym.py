@@ -2,7 +2,7 @@
 
     import gymnasium as gym
     import vical.gym  # registers the ids
-    env = gym.make("vical/taxi-state0")
+    env = gym.make("vical/taxi-state1")
 
 Observations are the RGB frames the agent sees; actions are indices into the
 task's canonical vocabulary (``env.unwrapped.action_names``); the reward is the

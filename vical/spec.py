@@ -176,6 +176,10 @@ class TaskVariant(_Strict):
             _check_provenance(value)
         return v
 
+    def missing_provenance(self) -> list[str]:
+        """Numeric per-task parameters that have no entry in this task's ``provenance``."""
+        return [k for k in _numeric_keys(self.params) if k not in self.provenance]
+
     @field_validator("init_source")
     @classmethod
     def _init_source_form(cls, v: str | None) -> str | None:
@@ -253,7 +257,30 @@ class EnvSpec(_Strict):
                         )
         if sum(t.kind == "base" for t in self.tasks) != 1:
             raise ValueError("exactly one task must have kind 'base'")
+        self._check_param_provenance()
         return self
+
+    def _check_param_provenance(self) -> None:
+        """Every numeric rule or task parameter must say where it comes from."""
+        fix = (
+            'add it under {where} as {key}: "paper: <table or section>" or '
+            '{key}: "calibrated: <how the number was obtained>"'
+        )
+        problems = []
+        for name, rule in (("scoring", self.scoring), ("pass_rule", self.pass_rule)):
+            for key in rule.missing_provenance():
+                problems.append(
+                    f"{self.env}.yaml: {name}.params.{key} has no provenance; "
+                    + fix.format(where=f"{name}.provenance", key=key)
+                )
+        for t in self.tasks:
+            for key in t.missing_provenance():
+                problems.append(
+                    f"{self.env}.yaml: task {self.env}/{t.variant}: params.{key} has no "
+                    "provenance; " + fix.format(where="the task's provenance", key=key)
+                )
+        if problems:
+            raise ValueError("\n".join(problems))
 
 
 class TaskSpec(BaseModel):

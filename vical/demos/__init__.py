@@ -7,7 +7,7 @@ content hash of everything that determines the bytes, under ``$VICAL_CACHE/demos
 (default ``~/.cache/vical/demos``).
 
 >>> from vical.spec import get_task
->>> videos = load_demo_package(get_task("taxi/state0"))      # doctest: +SKIP
+>>> videos = load_demo_package(get_task("taxi/state1"))      # doctest: +SKIP
 >>> videos[0].mp4[:12], len(videos[0].frames_jpeg)            # doctest: +SKIP
 """
 

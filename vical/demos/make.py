@@ -3,7 +3,9 @@
 ``make_demos(env_key)`` plans a small pool of clips for the environment (each
 from its own start state, never the opening of any task of the environment),
 runs the expert that each clip calls for, and assigns 1-3 clips to every task
-so that a task's package holds 10-80 frames, reusing clips across tasks.
+so that a task's package holds 10-80 frames, reusing clips across tasks; the
+assignment is then packed into the paper's package structure by
+:mod:`vical.demos.packages` (clips per task and distinct clips per environment).
 ``write_demos(env_key, demos)`` writes the result into the ``demos:`` lists
 of ``vical/tasks/<env>.yaml`` (clips defined once with a YAML anchor, then
 referenced by alias), leaving the rest of the file as it is.
@@ -883,8 +885,13 @@ FAMILY_RECIPES: dict[str, Callable[[EnvSpec], tuple[list[ClipPlan], list[Pool]]]
 # ---------------------------------------------------------------------------
 # the entry points
 # ---------------------------------------------------------------------------
-def make_demos(env_key: str, tasks_dir: Path = TASKS_DIR) -> dict[str, list[DemoClip]]:
+def make_demos(
+    env_key: str, tasks_dir: Path = TASKS_DIR, pack: bool = True
+) -> dict[str, list[DemoClip]]:
     """Run the experts for an environment and assign clips: ``{variant: [DemoClip, ...]}``.
+
+    With ``pack`` (the default) the assignment is then packed into the paper's
+    package structure by :func:`vical.demos.packages.pack_env`.
 
     Checks every assignment: the clip replays to its label on that task, it
     does not start at that task's opening frame, and the task's package has
@@ -921,10 +928,14 @@ def make_demos(env_key: str, tasks_dir: Path = TASKS_DIR) -> dict[str, list[Demo
         raise ValueError(f"{env_key}: {len(assignment)} assignments for {len(spec.tasks)} tasks")
     out: dict[str, list[DemoClip]] = {}
     for v, ids in zip(spec.tasks, assignment, strict=True):
-        task = TaskSpec(env=spec, variant=v)
-        chosen = [clips[i] for i in ids if i in clips]
-        check_package(task, chosen)
-        out[v.variant] = chosen
+        out[v.variant] = [clips[i] for i in ids if i in clips]
+    if pack:
+        # the paper's package structure: a deterministic selection over the pool
+        from vical.demos.packages import pack_env
+
+        out = pack_env(spec, out)
+    for v in spec.tasks:
+        check_package(TaskSpec(env=spec, variant=v), out[v.variant])
     return out
 
 

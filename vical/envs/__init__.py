@@ -32,7 +32,7 @@ def make_adapter(task: TaskSpec) -> Adapter:
 
 
 def make_env(task: TaskSpec | str) -> VicalEnv:
-    """Build the environment of a task (a TaskSpec or an id such as ``taxi/state0``)."""
+    """Build the environment of a task (a TaskSpec or an id such as ``taxi/state1``)."""
     if isinstance(task, str):
         task = get_task(task)
     return VicalEnv(task, make_adapter(task))

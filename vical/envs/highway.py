@@ -14,8 +14,17 @@ that sum to ``speed_share`` times the number of primitive steps in the task's
 horizon, so it only grows, reaches 100 for driving near top speed through the
 whole horizon, and stops growing at a crash.
 
-Pass: the car survives the whole horizon without crashing. The episode then
-ends with ``Victory``; a crash ends it at once with ``Terminated``.
+Ending and pass: highway-env's own episode end is kept. Its ``duration``
+config (simulated seconds; highway-env's default is 40) truncates the drive
+once that much time has passed; with ``policy_frequency`` 2 and two primitive
+steps per decision, one decision is one simulated second, so the drive ends
+after ``duration`` decisions. The task sets it from the pass rule's
+``episode_seconds`` (39: Table 28's longest highway episode is 39 decisions,
+and every highway budget of Table 7, 52-120, is longer, so a surviving run ends
+there, before its budget, as an early success). Pass: the car is intact when
+the drive ends, at highway-env's natural end or at the decision budget if that
+comes first; the episode then ends with ``Victory``. A crash ends it at once
+with ``Terminated``. The score's horizon is the shorter of the two ends.
 
 Determinism: every random draw of highway-env (ego lane, traffic placement,
 driver behaviour) comes from the env's ``np_random``, seeded by ``reset``;
@@ -42,20 +51,26 @@ from vical.envs.scoring import capped_ratio
 from vical.spec import TaskSpec
 
 # Settings the adapter always imposes, whatever the task file says: the agent
-# sees pixels, never the kinematics observation; frames are drawn off-screen;
-# the native time limit is disabled because the decision budget is vical's.
+# sees pixels, never the kinematics observation; frames are drawn off-screen.
+# highway-env's native time limit (``duration``) is set per task from the pass
+# rule's ``episode_seconds`` (see :func:`highway_config`).
 FIXED_CONFIG: dict[str, Any] = {
     "offscreen_rendering": True,
     "real_time_rendering": False,
     "manual_control": False,
     "show_trajectories": False,
-    "duration": 10**6,
 }
 
 
+def episode_seconds(task: TaskSpec) -> float:
+    """highway-env's ``duration`` for the task: the pass rule's ``episode_seconds``."""
+    return float(task.params["episode_seconds"])
+
+
 def highway_config(task: TaskSpec) -> dict[str, Any]:
-    """The highway-env config of a task: its ``env_kwargs`` (all config keys) plus the fixed ones."""
-    return {**task.env_kwargs, **FIXED_CONFIG}
+    """The highway-env config of a task: its ``env_kwargs`` (all config keys), the fixed
+    ones, and the native episode end (``duration``) from the pass rule."""
+    return {**task.env_kwargs, **FIXED_CONFIG, "duration": episode_seconds(task)}
 
 
 class HighwayAdapter(GymAdapter):
@@ -100,6 +115,8 @@ class HighwayAdapter(GymAdapter):
         self.ticks = 0
         self.crashed = False
         self.credit = 0.0
+        self.natural_end = False
+        self.start_time = float(self.env.time)
         self.start_x = float(self.ego.position[0])
 
     def on_tick(self, tick: Tick) -> None:
@@ -110,23 +127,32 @@ class HighwayAdapter(GymAdapter):
             self.crashed = True
             return
         self.credit += self.speed_share()
+        if self.env._is_truncated():  # highway-env's own time limit (``duration``)
+            self.natural_end = True
 
     @property
     def horizon_ticks(self) -> int:
-        return self.task.max_steps * self.task.env.frame_skip
+        """Primitive steps to the earlier of the decision budget and highway-env's natural end
+        (counted from the start state)."""
+        budget = self.task.max_steps * self.task.env.frame_skip
+        cfg = self.env.config
+        natural = round((episode_seconds(self.task) - self.start_time) * cfg["policy_frequency"])
+        return max(1, min(budget, natural))
 
     def score(self) -> float:
         share = self.task.target("speed_share")
         return capped_ratio(self.credit, share * self.horizon_ticks)
 
     def passed(self) -> bool:
-        return not self.crashed and self.ticks >= self.horizon_ticks
+        return not self.crashed and (self.natural_end or self.ticks >= self.horizon_ticks)
 
     def ending(self, native_terminated: bool) -> str | None:
-        if native_terminated or self.crashed:
+        if self.crashed:
             return "Terminated"
         if self.passed():
             return "Victory"
+        if native_terminated:
+            return "Terminated"
         return None
 
     def progress(self) -> dict:

@@ -399,7 +399,18 @@ class BossfightAdapter(RewardTargetAdapter):
 
 
 class DodgeballAdapter(RewardTargetAdapter):
+    """Per-seed reward target for the score and the pass; completion ends the episode.
+
+    Table 7: reward of at least 10 marks completion. Only that (the pass rule's
+    ``completion_reward``, or Procgen's own level completion) ends the episode
+    early as a Victory; reaching the smaller per-seed target passes the task
+    (if the player is still in play when the episode ends) without ending it.
+    """
+
     game = "dodgeball"
+
+    def reached_target(self) -> bool:
+        return not self.died and self.reward >= self.task.params["completion_reward"] - 1e-6
 
     def heuristic(self) -> float:
         st = self.state()

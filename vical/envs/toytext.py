@@ -10,6 +10,9 @@ of the 500-state model against an independent description of the v3 domain.
 from __future__ import annotations
 
 from collections import deque
+from pathlib import Path
+
+import gymnasium as gym
 
 from vical.envs.core import Tick
 from vical.envs.gymbase import GymAdapter
@@ -106,6 +109,54 @@ class CliffWalkingAdapter(GymAdapter):
 # ---------------------------------------------------------------------------
 # Taxi
 # ---------------------------------------------------------------------------
+# Gymnasium 1.4 draws a house at a fixed place above the G stand and marks the
+# destination only with a thin outline, so a start frame can show the house
+# over one stand while the passenger must go to another. The adapter moves the
+# building onto the destination: the house sprite, halved to 40x48 pixels
+# (nearest neighbour, so its pixel art stays crisp), is composed into the
+# destination marker that Gymnasium blits on the destination stand before the
+# passenger and the taxi, and the fixed house is replaced by a transparent
+# sprite. Everything is drawn from the package's own images: deterministic.
+TAXI_BUILDING_SIZE = (40, 48)
+TAXI_BUILDING_OFFSET = (24, 4)  # inside the 88x56 cell: centred, on the stand's coloured area
+
+
+def _taxi_sprite(name: str):
+    import pygame
+    from gymnasium.envs.toy_text import taxi as gym_taxi
+
+    img = Path(gym_taxi.__file__).parent / "img" / "taxi" / f"{name}.png"
+    return pygame.image.load(str(img))
+
+
+def taxi_destination_sprite():
+    """The destination marker: Gymnasium's outline with the drop-off building in it."""
+    import pygame
+
+    marker = _taxi_sprite("marker_destination")
+    surf = pygame.Surface(marker.get_size(), pygame.SRCALPHA)
+    surf.blit(marker, (0, 0))
+    house = pygame.transform.scale(_taxi_sprite("house"), TAXI_BUILDING_SIZE)
+    surf.blit(house, TAXI_BUILDING_OFFSET)
+    return surf
+
+
+def taxi_building_pixels():
+    """(RGB array, opaque mask) of the halved building as drawn on a stand."""
+    import numpy as np
+    import pygame
+
+    house = pygame.transform.scale(_taxi_sprite("house"), TAXI_BUILDING_SIZE)
+    rgb = np.transpose(pygame.surfarray.array3d(house), (1, 0, 2))
+    alpha = np.transpose(pygame.surfarray.array_alpha(house), (1, 0))
+    return rgb, alpha == 255
+
+
+def taxi_cell_origin(env, cell: tuple[int, int]) -> tuple[int, int]:
+    """Top-left pixel (x, y) of a grid cell in the rendered frame."""
+    return tuple(env.unwrapped.get_surf_loc(cell))  # type: ignore[return-value]
+
+
 class TaxiAdapter(GymAdapter):
     """Milestones: correct pickup, delivery progress, efficient completion.
 
@@ -127,6 +178,15 @@ class TaxiAdapter(GymAdapter):
         ):
             raise ValueError(f"{task.id}: the Taxi-v3 tasks need is_rainy and fickle_passenger off")
         self.P = self.env.P
+
+    def make_env(self) -> gym.Env:
+        import pygame
+
+        env = super().make_env()
+        # set before the first render: Gymnasium loads a sprite only while it is None
+        env.destination_img = taxi_destination_sprite()
+        env.house_img = pygame.Surface(_taxi_sprite("house").get_size(), pygame.SRCALPHA)
+        return env
 
     def solve(self, state: int) -> int:
         """Fewest actions from ``state`` to a successful drop-off (BFS over P)."""

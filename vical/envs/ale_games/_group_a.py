@@ -24,6 +24,7 @@ import zlib
 from dataclasses import dataclass
 
 from vical.envs.ale import ALEAdapter
+from vical.envs.ale_games._search import paper_sourced
 from vical.envs.core import frame_sha256
 from vical.spec import EnvSpec, TaskSpec, TaskVariant
 
@@ -142,12 +143,15 @@ def generate_dense_starts(
     out: dict[str, list[str]] = {}
     seen: set[str] = set()
     for variant in env_spec.tasks:
-        if variant.kind != "human-init":
+        if variant.kind != "human-init" or paper_sourced(variant):
+            # fixed starts: other tasks, and sequences the paper spells out
             sim = Sim(env_spec, variant)
+            if paper_sourced(variant):
+                sim.run(list(variant.init_actions))
             seen.add(sim.frame_hash())
             sim.close()
     for variant in env_spec.tasks:
-        if variant.kind != "human-init":
+        if variant.kind != "human-init" or paper_sourced(variant):
             continue
         sim = Sim(env_spec, variant)
         seen.add(sim.frame_hash())

@@ -26,6 +26,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from vical.envs.ale_games._search import paper_sourced
 from vical.envs.core import VicalEnv, frame_sha256
 from vical.spec import EnvSpec, TaskSpec, TaskVariant
 
@@ -199,8 +200,14 @@ def generate_for_variants(
                 used.add(frame_sha256(env.reset()))
             finally:
                 env.close()
+        elif paper_sourced(v):  # a sequence the paper spells out: a fixed start, not generated
+            env = make(TaskSpec(env=env_spec, variant=v))
+            try:
+                used.add(frame_sha256(env.reset()))
+            finally:
+                env.close()
     for v in env_spec.tasks:
-        if v.kind != "human-init":
+        if v.kind != "human-init" or paper_sourced(v):
             continue
         rng = random.Random(f"{seed}/{env_spec.env}/{v.variant}")
         env = make(task_without_init(env_spec, v))

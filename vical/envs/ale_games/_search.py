@@ -106,9 +106,21 @@ def lookahead_policy(
     return best_name
 
 
+def paper_sourced(variant: TaskVariant) -> bool:
+    """True when the variant replays a sequence the paper spells out (``init_source: 'paper: ...'``).
+
+    Such sequences are data, not generator output: the generators leave them
+    alone and do not produce them.
+    """
+    return (variant.init_source or "").startswith("paper:")
+
+
 def human_init_variants(env_spec: EnvSpec) -> list[TaskVariant]:
-    """The human-init variants of an environment file, in file order."""
-    return [t for t in env_spec.tasks if t.kind == "human-init"]
+    """The human-init variants whose sequences a generator makes, in file order.
+
+    Variants that replay a sequence from the paper (:func:`paper_sourced`) are left out.
+    """
+    return [t for t in env_spec.tasks if t.kind == "human-init" and not paper_sourced(t)]
 
 
 def play_without_dying(

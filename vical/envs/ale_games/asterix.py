@@ -8,6 +8,9 @@ from vical.envs.core import Tick
 from vical.envs.scoring import capped_ratio
 from vical.spec import EnvSpec
 
+# The one human-init task (lanes) replays the paper's Figure 5 sequence
+# (init_source 'paper: ...'), which the generator leaves alone; the walk length
+# is kept for a generated variant.
 WALK_LENGTHS = {"lanes": 5}
 WALK_ACTIONS = ["NOOP", "Up", "Down", "Left", "Right", "Up+Left", "Up+Right", "Down+Left"]
 PROBES = ["NOOP", "Up", "Down", "Left", "Right"]

@@ -1,4 +1,12 @@
-"""Berzerk: points against a calibrated target; passing also needs survival."""
+"""Berzerk: leave the room through an exit (early success) or keep the life with enough points.
+
+The room's own objective is to get out: the maze has open gaps in its outer
+wall, and walking through one scrolls the game to the next room. The Atari
+game keeps a room counter in RAM (byte 92); it also advances when the player
+dies (the next life starts in a new room), but then the life counter drops on
+the same primitive step. A change of the counter with no life lost is a room
+exit: the episode ends at once as a Victory.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +14,10 @@ from vical.envs.ale import ALEAdapter
 from vical.envs.ale_games._group_a import generate_dense_starts
 from vical.envs.core import Tick
 from vical.spec import EnvSpec
+
+# RAM byte of the room counter: it advances when the player walks out of the
+# room (and when a life is lost, on the same step as the life counter).
+ROOM_BYTE = 92
 
 WALK_LENGTHS = {
     "mode1-walk": 3,
@@ -30,7 +42,8 @@ PROBES = ["NOOP", "Right+Shoot", "Left+Shoot", "Up+Shoot", "Down+Shoot", "Right"
 
 
 class Adapter(ALEAdapter):
-    """Points against a calibrated target; the pass also needs the life kept.
+    """Pass by leaving the room alive (ends as Victory), or by being alive at the budget
+    with the calibrated pass threshold of points.
 
     Robots destroy themselves on walls, so even doing nothing earns points
     before the player is shot; requiring survival separates real play.
@@ -38,18 +51,31 @@ class Adapter(ALEAdapter):
 
     def start(self) -> None:
         self.start_lives = self.ale.lives()
+        self.start_room = int(self.ram()[ROOM_BYTE])
         self.died = False
+        self.exited = False
 
     def on_tick(self, tick: Tick) -> None:
         super().on_tick(tick)
+        if self.died or self.exited:
+            return
         if tick.terminated or self.ale.lives() < self.start_lives:
             self.died = True
+        elif int(self.ram()[ROOM_BYTE]) != self.start_room:
+            self.exited = True
 
     def passed(self) -> bool:
-        return not self.died and self.total >= self.task.target("pass_reward")
+        if self.died:
+            return False
+        return self.exited or self.total >= self.task.target("pass_reward")
+
+    def ending(self, native_terminated: bool) -> str | None:
+        if self.exited:
+            return "Victory"
+        return super().ending(native_terminated)
 
     def progress(self) -> dict:
-        return {"reward": self.total, "died": self.died}
+        return {"reward": self.total, "died": self.died, "exited": self.exited}
 
 
 def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:

@@ -56,7 +56,7 @@ class Adapter(ALEAdapter):
 
 
 # human-init preload length (decisions) per variant
-LENGTHS: dict[str, int] = {"floes-a": 5, "floes-b": 8, "floes-c": 11}
+LENGTHS: dict[str, int] = {"floes-a": 5, "floes-b": 8}  # floes-c replays Figure 5
 
 _MOVES = ["Down", "Up", "Down+Right", "Down+Left", "Up+Right", "Up+Left", "Right", "Left", "NOOP"]
 

@@ -1,0 +1,336 @@
+"""Demo packages with the paper's structure (Appendix 1.2): a deterministic selection.
+
+The recipes (``vical.demos.make``) produce a pool of clips per environment and a
+first assignment of clips to tasks. The paper's packages are leaner: 342 tasks
+receive 576 clip assignments drawn from 148 distinct clips (about four per
+environment), 155 tasks get one clip, 145 two, 37 three and 5 four, and a
+package holds 10-80 frames (mean 45.73, median 45). :func:`pack_env` turns an
+environment's assignment into packages of that shape, driven by :data:`QUOTAS`:
+
+``QUOTAS[env] = (n_distinct, pattern, loss_scope)``
+
+* ``n_distinct``: size of the environment's *shared pool*, the clips all its
+  packages are drawn from (the column sums to 148);
+* ``pattern``: one digit per task, in file order: how many clips that task's
+  package gets (the digit counts sum to 155/145/37/5);
+* ``loss_scope``: where a failure clip has to be shown: ``"env"`` (somewhere in
+  the environment), ``"settings"`` (in every group of tasks with equal simulator
+  settings), ``"every"`` (in every package), or a task parameter name such as
+  ``"section"`` (in every value of that parameter).
+
+The selection, for one environment ("success" means a clip labelled Victory,
+"failure" any other label, or only Terminated under a loss scope other than "env"; a
+clip is *valid* on a task when the task already shows
+it, or when replaying it under the task's settings ends in its stored label and
+does not start on the task's own opening frame):
+
+1. **Shared pool.** Walk the tasks in file order; a task for which no success of
+   the pool is valid adds the longest success among its own clips and those of
+   tasks with equal settings, targets and parameters (ties by id), or its longest
+   clip when none is a success. Then each loss-scope group for which no failure of
+   the pool is valid adds its longest failure. The pool is filled up to
+   ``n_distinct`` with the clip that most reduces the shortfall of tasks whose
+   near clips are fewer than their digit, then the shorter (so that three and
+   four clips still fit 80 frames), then the one shown by more tasks, then by id.
+2. **Packages.** Each task takes ``k`` clips (its digit) from the shared pool.
+   Among the combinations of ``k`` clips with 10-80 frames it prefers, in order:
+   one with a success; (``k >= 2`` or scope ``"every"``) one with a failure; the
+   frame total nearest :data:`TARGET_FRAMES` (one clip: the longest); the fewest
+   clips the task does not already show; the most pool clips no earlier task
+   shows; the ids. Other clips of the pool are only considered (and replayed)
+   when the task's own clips lack a success or a needed failure, or, for one
+   clip, when the pool holds a longer success. Clips are ordered successes
+   first, longer first, then by id.
+3. **Coverage.** A pool clip that no package took replaces, in the first task
+   where it is valid, a clip of the same kind (success or not; under a loss scope
+   other than "env", the same label) that another package also shows.
+
+Packing packed data changes nothing: the pool then holds exactly the clips in
+use, each task already shows ``k`` clips that won on every criterion but "not
+already shown", and that criterion now favours them (``vical demos pack --check``
+verifies it). ``make_demos`` runs the recipes and then this packing, so
+regenerating reproduces the stored packages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import combinations
+
+from vical.spec import DemoClip, EnvSpec, TaskSpec
+
+MIN_FRAMES, MAX_FRAMES = 10, 80
+# the frame total a package of two or more clips aims at (the paper's mean is 45.73;
+# single-clip packages fall short of it, so the combined packages aim a little higher)
+TARGET_FRAMES = 54
+
+# env: (distinct clips in its shared pool, clips per task in file order, loss scope)
+# Columns: n_distinct sums to 148; the digits count 155 ones, 145 twos, 37 threes and 5 fours
+# (576 assignments). Environments whose clips are short get more two- and three-clip
+# packages, those with long clips more single-clip ones; the four-clip packages go to
+# environments with short clips (battlezone, bossfight, caveflyer, leaper, ninja).
+# "settings": ALE group-A games show a loss in every game mode; "every": a lost life costs
+# points, so every package shows one; "section"/"level": River Raid sections and TRON
+# levels each show a loss.
+QUOTAS: dict[str, tuple[int, str, str]] = {
+    "acrobot": (2, "11211", "env"),
+    "alien": (3, "21313", "settings"),
+    "assault": (3, "22313", "settings"),
+    "asterix": (2, "22222", "every"),
+    "battlezone": (8, "214121212121212", "settings"),
+    "berzerk": (13, "22222222222211111", "settings"),
+    "bigfish": (3, "11311", "env"),
+    "bossfight": (4, "22141", "env"),
+    "breakout": (4, "11312", "env"),
+    "cartpole": (2, "22212", "env"),
+    "caveflyer": (4, "21141", "env"),
+    "choppercommand": (3, "12131", "settings"),
+    "cliffwalking": (3, "33333", "env"),
+    "demonattack": (3, "1212121212121212121212121", "env"),
+    "dodgeball": (4, "12121", "env"),
+    "enduro": (4, "12131213131212131212", "env"),
+    "flappybird": (3, "22131", "env"),
+    "freeway": (4, "12121312121213121212", "env"),
+    "frostbite": (3, "23232", "every"),
+    "heist": (3, "23133", "env"),
+    "highway": (6, "12121212121212121212", "env"),
+    "lavacrossing": (4, "123223123223122", "env"),
+    "leaper": (4, "12141", "env"),
+    "mountaincar": (2, "12121", "env"),
+    "mspacman": (3, "12121", "env"),
+    "multiroom": (6, "121211212112121", "env"),
+    "ninja": (5, "12141", "env"),
+    "pong": (2, "22122", "env"),
+    "riverraid": (7, "1221122112122121212121212", "section"),
+    "roadrunner": (3, "22131", "env"),
+    "seaquest": (3, "12121", "env"),
+    "taxi": (3, "23332", "env"),
+    "tennis": (3, "12131", "env"),
+    "tetris": (2, "22121", "env"),
+    "trondead": (5, "1212112121121211212112121", "level"),
+    "turmoil": (3, "12131", "env"),
+    "unlockpickup": (9, "123211232112321", "env"),
+}
+
+
+class PackError(ValueError):
+    """An environment's clips cannot be packed as its quota asks."""
+
+
+def frames(clip: DemoClip) -> int:
+    """Frames a clip contributes: the start, one per action, the terminal copy."""
+    return len(clip.actions) + 2
+
+
+def is_win(clip: DemoClip) -> bool:
+    return clip.label == "Victory"
+
+
+def _order_key(c: DemoClip) -> tuple:
+    return (not is_win(c), -frames(c), c.id)
+
+
+def _class_key(task: TaskSpec) -> str:
+    """Tasks with equal settings, targets and parameters replay a clip alike."""
+    return repr(
+        (
+            sorted(task.env_kwargs.items()),
+            sorted((k, x.value) for k, x in task.targets.items()),
+            sorted(task.params.items()),
+        )
+    )
+
+
+def _loss_groups(spec: EnvSpec, scope: str) -> list[list[str]]:
+    tasks = [TaskSpec(env=spec, variant=v) for v in spec.tasks]
+    if scope == "env":
+        return [[t.variant.variant for t in tasks]]
+    if scope == "every":
+        return [[t.variant.variant] for t in tasks]
+    groups: dict[str, list[str]] = {}
+    for t in tasks:
+        if scope == "settings":
+            key = repr(sorted(t.env_kwargs.items()))
+        else:
+            key = repr(t.params.get(scope))
+        groups.setdefault(key, []).append(t.variant.variant)
+    return list(groups.values())
+
+
+def _default_valid(task: TaskSpec, clip: DemoClip) -> bool:
+    """The clip replays to its label on the task and does not open on the task's frame."""
+    from vical.demos.render import ClipReplayError, replay_clip, task_start_sha256
+
+    try:
+        r = replay_clip(task, clip)
+    except (ClipReplayError, RuntimeError):
+        return False
+    return r.start_sha256 != task_start_sha256(task)
+
+
+def pack_env(
+    spec: EnvSpec,
+    demos: dict[str, list[DemoClip]],
+    *,
+    valid: Callable[[TaskSpec, DemoClip], bool] | None = None,
+) -> dict[str, list[DemoClip]]:
+    """The environment's packages in the paper's shape: ``{variant: [DemoClip, ...]}``."""
+    if spec.env not in QUOTAS:
+        raise PackError(f"{spec.env}: no entry in vical.demos.packages.QUOTAS")
+    n_distinct, pattern, scope = QUOTAS[spec.env]
+    variants = [v.variant for v in spec.tasks]
+    if len(pattern) != len(variants):
+        raise PackError(
+            f"{spec.env}: quota pattern has {len(pattern)} digits for {len(variants)} tasks"
+        )
+    want = {v: int(d) for v, d in zip(variants, pattern, strict=True)}
+    tasks = {v.variant: TaskSpec(env=spec, variant=v) for v in spec.tasks}
+    own = {v: [c.id for c in demos.get(v, [])] for v in variants}
+    pool: dict[str, DemoClip] = {}
+    for v in variants:
+        for c in demos.get(v, []):
+            if pool.setdefault(c.id, c) != c:
+                raise PackError(f"{spec.env}: clip {c.id} is defined twice, differently")
+    shown_by = {cid: sum(cid in own[v] for v in variants) for cid in pool}
+    keys = {v: _class_key(tasks[v]) for v in variants}
+    # candidates of a task: its own clips, those of tasks that replay alike, then the rest
+    near: dict[str, list[str]] = {}
+    elig: dict[str, list[str]] = {}
+    for v in variants:
+        ids = list(own[v])
+        for u in variants:
+            if keys[u] == keys[v]:
+                ids += [c for c in own[u] if c not in ids]
+        near[v] = ids
+        elig[v] = ids + [c for c in pool if c not in ids]
+    fr = {cid: frames(c) for cid, c in pool.items()}
+    longest = lambda ids: min(ids, key=lambda i: (-fr[i], i))  # noqa: E731
+
+    # 1. the shared pool
+    valid_cache: dict[tuple[str, str], bool] = {}
+    check = valid or _default_valid
+
+    def ok(v: str, cid: str) -> bool:
+        if cid in own[v]:
+            return True
+        if (v, cid) not in valid_cache:
+            valid_cache[(v, cid)] = check(tasks[v], pool[cid])
+        return valid_cache[(v, cid)]
+
+    shared: list[str] = []
+    for v in variants:
+        wins = [c for c in near[v] if is_win(pool[c])]
+        if wins:
+            if not any(is_win(pool[c]) and ok(v, c) for c in shared):
+                shared.append(longest(wins))
+        elif not any(ok(v, c) for c in shared) and own[v]:
+            shared.append(longest(own[v]))
+    groups = _loss_groups(spec, scope)
+
+    def is_loss(c: DemoClip) -> bool:
+        # a scoped loss is a lost life or game (Terminated); otherwise any unsuccessful end
+        return c.label == "Terminated" if scope != "env" else not is_win(c)
+
+    for group in groups:
+        fails = [c for v in group for c in near[v] if is_loss(pool[c])]
+        if fails and not any(is_loss(pool[c]) and ok(v, c) for v in group for c in shared):
+            owned = [c for v in group for c in own[v] if is_loss(pool[c])]
+            shared.append(longest(owned or fails))
+    if len(shared) > n_distinct:
+        raise PackError(
+            f"{spec.env}: covering every task and loss group takes {len(shared)} clips, "
+            f"the quota allows {n_distinct}"
+        )
+    while len(shared) < n_distinct and len(shared) < len(pool):
+        have = {v: sum(c in shared for c in near[v]) for v in variants}
+
+        def rank(c: str, have: dict[str, int] = have) -> tuple:
+            deficit = sum(max(0, want[v] - have[v]) for v in variants if c in near[v])
+            return (-deficit, fr[c], -shown_by[c], c)
+
+        shared.append(min((c for c in pool if c not in shared), key=rank))
+    in_shared = set(shared)
+
+    # 2. the packages
+    used: dict[str, int] = {}
+    chosen: dict[str, list[str]] = {}
+    for v in variants:
+        k = want[v]
+        need_fail = k >= 2 or scope == "every"
+
+        def best_of(
+            cands: list[str], k: int = k, v: str = v, need_fail: bool = need_fail
+        ) -> tuple | None:
+            best = None
+            for combo in combinations(cands, k):
+                total = sum(fr[c] for c in combo)
+                if not MIN_FRAMES <= total <= MAX_FRAMES:
+                    continue
+                score = (
+                    not any(is_win(pool[c]) for c in combo),
+                    need_fail and not any(is_loss(pool[c]) for c in combo),
+                    abs(total - (TARGET_FRAMES if k > 1 else MAX_FRAMES)),
+                    sum(c not in own[v] for c in combo),
+                    -sum(c not in used for c in combo),
+                    sorted(combo),
+                )
+                if best is None or score < best[0]:
+                    best = (score, combo)
+            return best
+
+        mine = [c for c in own[v] if c in in_shared]
+        best = best_of(mine)
+        # the task's own clips do unless they lack a success or a needed failure, or (one
+        # clip) a longer success of the shared pool may replay on the task
+        longest_win = max((fr[c] for c in shared if is_win(pool[c])), default=0)
+        if (
+            best is None
+            or best[0][0]
+            or best[0][1]
+            or (k == 1 and sum(fr[c] for c in best[1]) < longest_win)
+        ):
+            more = [c for c in elig[v] if c in in_shared and c not in mine and ok(v, c)]
+            best = best_of(mine + more) or best
+        if best is None:
+            raise PackError(f"{spec.env}/{v}: no {k} clips of the shared pool make 10-80 frames")
+        chosen[v] = list(best[1])
+        for c in chosen[v]:
+            used[c] = used.get(c, 0) + 1
+
+    # 3. coverage: every clip of the shared pool is shown somewhere
+    for cid in shared:
+        if used.get(cid):
+            continue
+        for v in variants:
+            if cid not in elig[v] or not ok(v, cid):
+                continue
+            swap = [
+                c
+                for c in chosen[v]
+                if used[c] > 1
+                and (
+                    is_win(pool[c]) == is_win(pool[cid])
+                    if scope == "env"
+                    else pool[c].label == pool[cid].label
+                )
+                and MIN_FRAMES <= sum(fr[x] for x in chosen[v]) - fr[c] + fr[cid] <= MAX_FRAMES
+            ]
+            if swap:
+                c = swap[0]
+                chosen[v] = [cid if x == c else x for x in chosen[v]]
+                used[c] -= 1
+                used[cid] = 1
+                break
+    return {v: sorted((pool[c] for c in chosen[v]), key=_order_key) for v in variants}
+
+
+def pack_stored(env_key: str, tasks_dir=None) -> tuple[dict[str, list[DemoClip]], bool]:
+    """The packed packages of a stored task file and whether they differ from the stored ones."""
+    from pathlib import Path
+
+    from vical.spec import TASKS_DIR, load_env_file
+
+    spec = load_env_file(Path(tasks_dir or TASKS_DIR) / f"{env_key}.yaml")
+    stored = {v.variant: list(v.demos) for v in spec.tasks}
+    packed = pack_env(spec, stored)
+    return packed, packed != stored
