@@ -401,9 +401,11 @@ BERZERK_EXIT += ["Up+Right", "Up+Right", "Right+Shoot", "Up+Right", "Right", "Ri
 
 def test_berzerk_leaving_the_room_ends_early_in_victory():
     """The room's own objective: walking out through a gap passes at once (Table 28's
-    early successes), with fewer points than the survival pass threshold."""
+    early successes) and scores full marks, though it earns fewer points than the
+    survival pass threshold; every decision before the exit scores points only."""
     task = get_task("berzerk/mode1")
     score, passed, outcome, scores, lost = play("berzerk/mode1", BERZERK_EXIT)
     assert outcome == "Victory" and passed and lost == 0
     assert len(scores) == len(BERZERK_EXIT) < task.max_steps
-    assert score < 100.0 * task.target("pass_reward") / task.target("reward")
+    assert score == 100.0
+    assert max(scores[:-1]) < 100.0 * task.target("pass_reward") / task.target("reward")

@@ -22,6 +22,16 @@ def test_tasks_list_json_and_text():
     assert next(x["id"] for x in rows) == "cartpole/seed41" and rows[0]["actions"] == 2
 
 
+def test_tasks_digest_is_the_task_data_version():
+    from vical.spec import tasks_digest
+
+    r = runner.invoke(app, ["tasks", "digest"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.split()[0] == tasks_digest()
+    # the first release's task data had another digest (CHANGELOG: breaking change)
+    assert not tasks_digest().startswith("4cd5de3a6196")
+
+
 def test_tasks_show_writes_png(tmp_path):
     out = tmp_path / "start.png"
     r = runner.invoke(app, ["tasks", "show", "taxi/state1", "--png", str(out)])

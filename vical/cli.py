@@ -97,6 +97,18 @@ def tasks_list(
         )
 
 
+@tasks_app.command("digest")
+def tasks_digest_cmd() -> None:
+    """Print the task-data version: sha256 over every task file.
+
+    Run manifests and bundles record it; resuming, bundling and verification
+    refuse to mix results made on different task data.
+    """
+    from vical.spec import TASKS_DIR, tasks_digest
+
+    sys.stdout.write(f"{tasks_digest()}  {TASKS_DIR}\n")
+
+
 @tasks_app.command("show")
 def tasks_show(
     task_id: str = typer.Argument(..., help="Task id, e.g. taxi/state1."),

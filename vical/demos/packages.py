@@ -78,7 +78,7 @@ QUOTAS: dict[str, tuple[int, str, str]] = {
     "assault": (3, "22313", "settings"),
     "asterix": (2, "22222", "every"),
     "battlezone": (8, "214121212121212", "settings"),
-    "berzerk": (13, "22222222222211111", "settings"),
+    "berzerk": (14, "22222222222211111", "settings"),
     "bigfish": (3, "11311", "env"),
     "bossfight": (4, "22141", "env"),
     "breakout": (4, "11312", "env"),
@@ -109,8 +109,15 @@ QUOTAS: dict[str, tuple[int, str, str]] = {
     "tetris": (2, "22121", "env"),
     "trondead": (5, "1212112121121211212112121", "level"),
     "turmoil": (3, "12131", "env"),
-    "unlockpickup": (9, "123211232112321", "env"),
+    "unlockpickup": (8, "123211232112321", "env"),
 }
+
+
+# Environments whose main objective is shown by particular success clips: only clips
+# whose id carries the marker count as successes when packing, so every package that
+# shows a success shows the objective (Berzerk: walking out of the room, its early
+# success in Table 28, rather than points held to the end of a clip).
+OBJECTIVE_CLIPS: dict[str, str] = {"berzerk": "-exit"}
 
 
 class PackError(ValueError):
@@ -122,12 +129,14 @@ def frames(clip: DemoClip) -> int:
     return len(clip.actions) + 2
 
 
-def is_win(clip: DemoClip) -> bool:
-    return clip.label == "Victory"
+def is_win(clip: DemoClip, env: str | None = None) -> bool:
+    """A success clip; for an environment in OBJECTIVE_CLIPS, one showing the objective."""
+    marker = OBJECTIVE_CLIPS.get(env or "")
+    return clip.label == "Victory" and (marker is None or marker in clip.id)
 
 
-def _order_key(c: DemoClip) -> tuple:
-    return (not is_win(c), -frames(c), c.id)
+def _order_key(c: DemoClip, env: str | None = None) -> tuple:
+    return (not is_win(c, env), -frames(c), c.id)
 
 
 def _class_key(task: TaskSpec) -> str:
@@ -219,9 +228,9 @@ def pack_env(
 
     shared: list[str] = []
     for v in variants:
-        wins = [c for c in near[v] if is_win(pool[c])]
+        wins = [c for c in near[v] if is_win(pool[c], spec.env)]
         if wins:
-            if not any(is_win(pool[c]) and ok(v, c) for c in shared):
+            if not any(is_win(pool[c], spec.env) and ok(v, c) for c in shared):
                 shared.append(longest(wins))
         elif not any(ok(v, c) for c in shared) and own[v]:
             shared.append(longest(own[v]))
@@ -229,7 +238,7 @@ def pack_env(
 
     def is_loss(c: DemoClip) -> bool:
         # a scoped loss is a lost life or game (Terminated); otherwise any unsuccessful end
-        return c.label == "Terminated" if scope != "env" else not is_win(c)
+        return c.label == "Terminated" if scope != "env" else c.label != "Victory"
 
     for group in groups:
         fails = [c for v in group for c in near[v] if is_loss(pool[c])]
@@ -267,7 +276,7 @@ def pack_env(
                 if not MIN_FRAMES <= total <= MAX_FRAMES:
                     continue
                 score = (
-                    not any(is_win(pool[c]) for c in combo),
+                    not any(is_win(pool[c], spec.env) for c in combo),
                     need_fail and not any(is_loss(pool[c]) for c in combo),
                     abs(total - (TARGET_FRAMES if k > 1 else MAX_FRAMES)),
                     sum(c not in own[v] for c in combo),
@@ -282,7 +291,7 @@ def pack_env(
         best = best_of(mine)
         # the task's own clips do unless they lack a success or a needed failure, or (one
         # clip) a longer success of the shared pool may replay on the task
-        longest_win = max((fr[c] for c in shared if is_win(pool[c])), default=0)
+        longest_win = max((fr[c] for c in shared if is_win(pool[c], spec.env)), default=0)
         if (
             best is None
             or best[0][0]
@@ -309,7 +318,7 @@ def pack_env(
                 for c in chosen[v]
                 if used[c] > 1
                 and (
-                    is_win(pool[c]) == is_win(pool[cid])
+                    is_win(pool[c], spec.env) == is_win(pool[cid], spec.env)
                     if scope == "env"
                     else pool[c].label == pool[cid].label
                 )
@@ -321,7 +330,10 @@ def pack_env(
                 used[c] -= 1
                 used[cid] = 1
                 break
-    return {v: sorted((pool[c] for c in chosen[v]), key=_order_key) for v in variants}
+    return {
+        v: sorted((pool[c] for c in chosen[v]), key=lambda c: _order_key(c, spec.env))
+        for v in variants
+    }
 
 
 def pack_stored(env_key: str, tasks_dir=None) -> tuple[dict[str, list[DemoClip]], bool]:
