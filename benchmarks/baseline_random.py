@@ -8,7 +8,7 @@ baseline time with the figure recorded below. Usage::
     python benchmarks/baseline_random.py [--tasks GLOBS] [--runs 3] [--workers 2] [--keep DIR]
 
 Recorded figure (``RECORDED`` below, and benchmarks/README.md): 1026 episodes
-(all 342 tasks x 3) in 480.6 s wall on 2 shared cores. The script scales the
+(all 342 tasks x 3) in 126.8 s wall on 2 cores. The script scales the
 figure per episode and prints whether a new run stays within it; re-measure
 and update it when the task set or the simulators change.
 """
@@ -26,17 +26,17 @@ import time
 from pathlib import Path
 
 # Measured with this script: tasks, episodes, baseline wall seconds, report wall seconds.
-# 2026-11-29, development container, 2 cores shared with other developers' jobs
-# (load average 3.6-10 during the run): all 342 tasks x 3 = 1026 episodes in 480.6 s,
-# report over them in 4.8 s. An earlier measurement with 267 tasks under heavier load
-# (load average 8-10) took 831.9 s for 801 episodes.
+# 2026-12-01, development container, 2 cores, task data 405e20936d29 (the paper-fidelity
+# version): all 342 tasks x 3 = 1026 episodes in 126.8 s, report over them in 3.2 s.
+# The first release's task data took 480.6 s on 2 cores shared with other jobs (load
+# average 3.6-10).
 RECORDED = {
-    "date": "2026-11-29",
+    "date": "2026-12-01",
     "tasks": 342,
     "episodes": 1026,
     "workers": 2,
-    "baseline_seconds": 480.6,
-    "report_seconds": 4.8,
+    "baseline_seconds": 126.8,
+    "report_seconds": 3.2,
 }
 
 

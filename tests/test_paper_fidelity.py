@@ -362,18 +362,9 @@ def _clips(env: str, label: str):
 
 # -- scripted episodes for endings no demo clip shows ----------------------------
 def _flappy_pilot(env) -> str:
-    """Flap when the bird has sunk to 20 px above the next gap's lower edge and is falling."""
-    from flappy_bird_gymnasium.envs.constants import PIPE_WIDTH, PLAYER_HEIGHT
+    from test_flappy import pilot  # the Flappy Bird tests' scripted pilot
 
-    e = env.adapter.env
-    ahead = [
-        p
-        for p in zip(e._upper_pipes, e._lower_pipes, strict=True)
-        if p[0]["x"] + PIPE_WIDTH > e._player_x
-    ]
-    _, lower = min(ahead, key=lambda p: p[0]["x"])
-    floor = lower["y"] - 20 - PLAYER_HEIGHT
-    return "Flap" if e._player_y > floor and e._player_vel_y >= 0 else "Idle"
+    return pilot(env)
 
 
 def _flappy_three_pipes():

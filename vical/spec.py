@@ -146,7 +146,7 @@ class DemoClip(_Strict):
     source: str = Field(description="how the clip was produced (expert tool and settings)")
 
 
-class TaskVariant(_Strict):
+class TaskVariant(_WithParams):
     """One task: a start state on an environment, with per-task overrides."""
 
     variant: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*$")
@@ -162,23 +162,7 @@ class TaskVariant(_Strict):
     max_steps: int | None = Field(default=None, gt=0)
     targets: dict[str, Target] = Field(default_factory=dict)
     env_kwargs: dict[str, Any] = Field(default_factory=dict)
-    params: dict[str, Any] = Field(default_factory=dict)
-    provenance: dict[str, str] = Field(
-        default_factory=dict,
-        description="per-task parameter name -> 'paper: <where>' or 'calibrated: <how>'",
-    )
     demos: list[DemoClip] = Field(default_factory=list)
-
-    @field_validator("provenance")
-    @classmethod
-    def _provenance_values(cls, v: dict[str, str]) -> dict[str, str]:
-        for value in v.values():
-            _check_provenance(value)
-        return v
-
-    def missing_provenance(self) -> list[str]:
-        """Numeric per-task parameters that have no entry in this task's ``provenance``."""
-        return [k for k in _numeric_keys(self.params) if k not in self.provenance]
 
     @field_validator("init_source")
     @classmethod

@@ -94,7 +94,7 @@ def stats_table(stats: dict[str, Any]) -> str:
 
     The packages are packed by :mod:`vical.demos.packages`: clip counts, assignments
     and distinct clips equal the paper's, frames stay within 10-80 with the mean
-    within +-3 of 45.73; the median and the resolutions are reported, not matched.
+    within 10% of 45.73; the median and the resolutions are reported, not matched.
     """
     rows = [("quantity", "vical", "paper", "target")]
     rows.append(
@@ -127,7 +127,7 @@ def stats_table(stats: dict[str, Any]) -> str:
             "frames per task, mean",
             str(stats["frames_mean"]),
             str(PAPER["frames_mean"]),
-            "within +-3",
+            "within 10%",
         )
     )
     rows.append(
