@@ -20,6 +20,7 @@ from vical.agent.parse import (
     ILLEGAL,
     MISSING,
     NOT_FIRST_LINE,
+    find_markers,
     parse_action,
     split_think,
 )
@@ -92,6 +93,53 @@ def test_parse_reports_conflicting_markers():
     p = parse_action("[Action:Down]\nor rather [Action:Up]", LEGAL)
     assert p.action == "Down" and p.conflicting and p.markers == ["Down", "Up"]
     assert not parse_action("[Action:Down]\nyes [Action:Down]", LEGAL).conflicting
+
+
+def test_marker_scan_matches_the_marker_grammar_on_random_replies():
+    """The linear scan finds exactly what the marker grammar (as a regular
+    expression, fine on short texts) finds, on thousands of random replies built
+    from the pieces that make markers ambiguous."""
+    import random
+    import re
+
+    grammar = re.compile(r"\[\s*action\s*:\s*([^\]\n]*?)\s*\]", re.IGNORECASE)
+    pieces = ["[", "]", " ", "\n", "\t", "action", "ACTION", ":", "Up", "x", "[Action:", " \n "]
+    rng = random.Random(12)
+    for _ in range(5000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 24)))
+        assert find_markers(text) == [m.group(1) for m in grammar.finditer(text)], repr(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[Action:" + " " * 1_000_000,
+        "[action:" * 125_000,
+        "[Action:x" + " " * 1_000_000,
+        "[" * 1_000_000,
+        "[Action:" + "\n" * 1_000_000,
+        ("[action:x" + " " * 100 + "\n") * 9_000,
+        "[ " * 500_000,
+        "[Action:Up]" * 90_000,
+    ],
+    ids=[
+        "spaces",
+        "repeated-prefix",
+        "unclosed-name",
+        "brackets",
+        "newlines",
+        "lines",
+        "bracket-space",
+        "many-markers",
+    ],
+)
+def test_marker_scan_is_linear_on_adversarial_megabyte_replies(text):
+    """Work is counted, not timed: the scan passes over at most three characters
+    per character of the reply, so a degenerate reply cannot freeze a worker."""
+    work: list[int] = []
+    find_markers(text, work)
+    assert work[0] <= 3 * len(text) + 10
+    assert parse_action(text, LEGAL).error is not None or text.startswith("[Action:Up]")
 
 
 # ------------------------------------------------------------------ turn structure

@@ -342,9 +342,9 @@ def action_fixation(runs: Runs) -> list[dict[str, Any]]:
 
 def bracketed_actions(text: str) -> list[str]:
     """Every ``[Action:<name>]`` marker in a text, in order (the parser's marker syntax)."""
-    from vical.agent.parse import MARKER_RE
+    from vical.agent.parse import find_markers
 
-    return [m.group(1) for m in MARKER_RE.finditer(text or "")]
+    return find_markers(text or "")
 
 
 def is_conflicting(text: str) -> bool:
