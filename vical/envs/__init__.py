@@ -8,6 +8,13 @@ for an :class:`~vical.envs.core.Adapter`.
 from __future__ import annotations
 
 import importlib
+import os
+
+# Simulators draw off-screen: without these SDL (pygame, used by the Toy Text,
+# MiniGrid, highway and Flappy Bird renderers) probes for a display and prints
+# "XDG_RUNTIME_DIR is invalid or not set" into the user's terminal.
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
 from vical.envs.core import Adapter, InvalidActionError, Step, VicalEnv, frame_sha256
 from vical.spec import TaskSpec, get_task

@@ -28,6 +28,10 @@ from vical.envs.core import Adapter, Tick
 from vical.envs.scoring import capped_ratio
 from vical.spec import TaskSpec
 
+# The emulator's start-up banners ("A.L.E: ...", "[Powered by Stella]") would be
+# printed for every game made; keep only its errors.
+ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
+
 gym.register_envs(ale_py)
 
 _ACTION_INDEX = {a.name: int(a.value) for a in ale_py.Action}
