@@ -57,7 +57,7 @@ if [ "${SKIP_SMOKE:-0}" != 1 ]; then
   OUT=$(mktemp -d /tmp/vical-image-out.XXXXXX)
   chmod 777 "$OUT"
   echo "smoke evaluation inside the image -> $OUT"
-  $ENGINE run --rm -v "$OUT:/out" "$TAG" eval --tasks "${SMOKE_TASKS:-taxi/state0,cartpole/seed41}" \
+  $ENGINE run --rm -v "$OUT:/out" "$TAG" eval --tasks "${SMOKE_TASKS:-taxi/state1,cartpole/seed41}" \
     --out /out/smoke --workers 1 --no-frames
   test -f "$OUT/smoke/manifest.json"
   ls "$OUT/smoke/episodes"
