@@ -196,27 +196,13 @@ def number_sources(t) -> list[tuple[str, str]]:
         rows.append(("initial skip 0", note))
     else:
         table("initial skip", v.initial_skip, v.initial_skip in skips, "Table 8", skips)
-    table(
-        "max steps",
-        t.max_steps,
-        pe is not None and t.max_steps in pe.max_steps,
-        "Table 7",
-        pe.max_steps if pe else (),
-    )
-    table(
-        "frame skip",
-        spec.frame_skip,
-        pe is not None and spec.frame_skip == pe.frame_skip,
-        "Table 7",
-        [pe.frame_skip] if pe else (),
-    )
-    table(
-        "action steps",
-        spec.action_steps,
-        pe is not None and spec.action_steps == pe.action_steps,
-        "Table 7",
-        [pe.action_steps] if pe else (),
-    )
+    # Table 7: the budget is one of a set of values, frame skip and action steps one value
+    for name, value, listed in (
+        ("max steps", t.max_steps, pe.max_steps if pe else ()),
+        ("frame skip", spec.frame_skip, [pe.frame_skip] if pe else ()),
+        ("action steps", spec.action_steps, [pe.action_steps] if pe else ()),
+    ):
+        table(name, value, value in listed, "Table 7", listed)
     own = v.targets
     for name, target in t.targets.items():
         where = "task target" if name in own else "scoring target"
@@ -830,19 +816,6 @@ def demos_pack(
             console.print(f"{e}: packed ({n} clip assignments, {d} distinct clips)")
     if check and changed:
         raise typer.Exit(1)
-
-
-@demos_app.command("stats")
-def demos_stats(
-    tasks: str = typer.Option(None, "--tasks", "-t", help="Task globs (default: every task)."),
-    resolutions: bool = typer.Option(
-        True, "--resolutions/--no-resolutions", help="Also count package resolutions (slower)."
-    ),
-) -> None:
-    """Demo package statistics next to the paper's (Appendix 1.2)."""
-    from vical.demos.stats import print_stats
-
-    print_stats(_select(tasks), resolutions=resolutions)
 
 
 @demos_app.command("render")

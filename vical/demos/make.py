@@ -753,10 +753,15 @@ def recipe_module(env_key: str):
         return None
 
 
-def ale_recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
-    """Per settings group: expert clips from shifted and warmed-up starts, plus a failure."""
-    mod = recipe_module(spec.env)
-    recipe = mod.RECIPE if mod is not None and hasattr(mod, "RECIPE") else ALE_RECIPES[spec.env]
+def ale_recipe(spec: EnvSpec, recipe: AleRecipe | None = None) -> tuple[list[ClipPlan], list[Pool]]:
+    """Per settings group: expert clips from shifted and warmed-up starts, plus a failure.
+
+    ``recipe`` defaults to the environment's recipe module's ``RECIPE``, else its
+    entry in :data:`ALE_RECIPES`.
+    """
+    if recipe is None:
+        mod = recipe_module(spec.env)
+        recipe = mod.RECIPE if mod is not None and hasattr(mod, "RECIPE") else ALE_RECIPES[spec.env]
     taken = _task_start_hashes(spec)
     plans: list[ClipPlan] = []
     pools: list[Pool] = []

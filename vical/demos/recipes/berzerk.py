@@ -134,15 +134,11 @@ def _exit_expert(t: TaskSpec) -> ExpertResult | None:
 
 def _points_recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
     """The group-A plan of the points clips: :func:`vical.demos.make.ale_recipe` with
-    :data:`POINTS` (which it looks up in ``ALE_RECIPES`` when the recipe module has no
-    ``RECIPE``; this module defines ``recipe`` instead, to add the exit clips)."""
+    :data:`POINTS` (this module defines ``recipe`` rather than ``RECIPE``, to add the
+    exit clips)."""
     from vical.demos import make
 
-    make.ALE_RECIPES[spec.env] = POINTS
-    try:
-        return make.ale_recipe(spec)
-    finally:
-        del make.ALE_RECIPES[spec.env]
+    return make.ale_recipe(spec, POINTS)
 
 
 def recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
