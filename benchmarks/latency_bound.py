@@ -44,7 +44,7 @@ def main() -> None:
             agent="openai-chat",
             agent_kwargs=kwargs,
             workers=args.workers,
-            save_frames=False,
+            frames="none",
             progress=False,
         )
         wall = time.perf_counter() - t0

@@ -42,7 +42,7 @@ def main() -> None:
             d / "run",
             runs=args.runs,
             workers=args.workers,
-            save_frames=False,
+            frames="none",
             demos=False,
             progress=False,
         )

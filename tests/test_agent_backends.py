@@ -396,3 +396,92 @@ def test_bad_options_fail_before_any_request(server):
     with pytest.raises(ValueError, match="extra-body"):
         make("openai-chat", server, extra_body="{not json")
     assert server.requests == []
+
+
+# ------------------------------------------------------------------ broken infrastructure
+
+BROKEN = ["not-json", "html", "binary", "null", "schemaless", "empty-body"]
+# what each backend's message names (the gemini SDK hides the body of a non-JSON reply)
+BROKEN_WORDS = {
+    "not-json": "not JSON",
+    "html": "not JSON",
+    "binary": "not",
+    "null": "",
+    "schemaless": "",
+    "empty-body": "",
+}
+
+
+@pytest.mark.parametrize("kind", BROKEN)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_malformed_server_replies_are_retried_then_api_error(backend, kind, server, tmp_path):
+    played = play(make(backend, server, model=f"fault-{kind}"), TASK, tmp_path)
+    assert played.decisions[-1].failure == "api_error"  # never invalid_action, never a crash
+    assert len(server.requests) == 4  # transport retries, like any infrastructure failure
+    errors = [r for r in played.records if r["type"] == "api_error"]
+    assert len(errors) == 4
+    for e in errors:
+        assert (e["kind"], e["reason"], e["status"]) == ("retryable", "malformed_reply", None)
+        assert e["message"].startswith("malformed reply: ")
+        assert BROKEN_WORDS[kind] in e["message"]
+        assert len(e["message"]) < 300
+    assert not [r for r in played.records if r["type"] == "response"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_one_malformed_reply_is_absorbed(backend, server, tmp_path):
+    played = play(
+        make(backend, server, model="fault-schemaless-1"), TASK, tmp_path, max_decisions=2
+    )
+    assert len(played.actions) == 2
+    rec = next(r for r in played.decisions[0].records if r["type"] == "decision")
+    assert rec["transport_retries"] == 1 and rec["format_retries"] == 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fault_rate_mid_run_spares_the_preflight(backend, tmp_path):
+    with BaselineServer(fault_rate=1.0, fault_kinds=("html",)) as s:
+        agent = make(backend, s, transport_retries=1)
+        agent.preflight()
+        played = play(agent, TASK, tmp_path, max_decisions=2)
+        assert played.decisions[-1].failure == "api_error"
+        assert [r["status"] for r in s.requests] == [200, 200, 200]
+        assert [r["fault"] for r in s.requests] == [None, "html", "html"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_timeout_reaches_every_sdk(backend, server, tmp_path):
+    agent = make(backend, server, model="fault-hang", request_timeout=0.3, transport_retries=1)
+    assert agent.settings()["request_timeout"] == 0.3
+    t0 = time.perf_counter()
+    played = play(agent, TASK, tmp_path)
+    assert time.perf_counter() - t0 < 5
+    assert played.decisions[-1].failure == "api_error"
+    reasons = [r["reason"] for r in played.records if r["type"] == "api_error"]
+    assert reasons == ["timeout", "timeout"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_huge_reply_is_capped_for_every_backend(backend, server, tmp_path):
+    from vical.agent.protocol import MAX_REPLY_CHARS
+
+    played = play(make(backend, server, model="fault-huge"), TASK, tmp_path, max_decisions=1)
+    assert played.actions
+    (resp,) = [r for r in played.records if r["type"] == "response"]
+    assert len(resp["text"]) == MAX_REPLY_CHARS and resp["text_truncated_from"] > 5_000_000
+    assert (tmp_path / "log.jsonl").stat().st_size < 1_000_000
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_preflight_reports_a_malformed_endpoint_in_the_backend_terms(backend, server):
+    from vical.agent.protocol import PreflightError
+
+    label = {
+        "openai-chat": "OpenAI chat completions",
+        "openrouter": "OpenAI chat completions",
+        "openai-responses": "OpenAI Responses API",
+        "gemini": "Gemini generateContent",
+    }[backend]
+    with pytest.raises(PreflightError, match=f"did not answer like an? {label} server"):
+        make(backend, server, model="fault-null").preflight()
+    assert len(server.requests) == 2  # one retry

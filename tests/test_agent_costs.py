@@ -73,7 +73,7 @@ def test_eval_records_cost_and_honours_rate_limit(tmp_path):
             agent="openai-chat",
             agent_kwargs=kwargs,
             workers=1,
-            save_frames=False,
+            frames="none",
             progress=False,
             price=price,
         )

@@ -19,12 +19,20 @@ from vical.agent.parse import (
     EMPTY,
     ILLEGAL,
     MISSING,
+    NOT_ALONE,
     NOT_FIRST_LINE,
     find_markers,
     parse_action,
+    parse_reply,
     split_think,
 )
-from vical.agent.protocol import ApiKeyMissing, encode_jpeg, is_local_endpoint
+from vical.agent.protocol import (
+    MAX_REPLY_CHARS,
+    ApiKeyMissing,
+    PreflightError,
+    encode_jpeg,
+    is_local_endpoint,
+)
 from vical.agent.replay import ReplayError, replay_requests
 from vical.agent.server import BaselineServer
 from vical.envs import make_env
@@ -423,3 +431,252 @@ def test_model_is_required():
 )
 def test_local_endpoint_detection(url, local):
     assert is_local_endpoint(url) is local
+
+
+# ------------------------------------------------------------------ the answer contract
+
+
+@pytest.mark.parametrize(
+    "text, action",
+    [
+        ("`[Action:Up]`\nthe passenger is above", "Up"),
+        ("[Action:Up].\nok", "Up"),
+        ("  **[Action: Down]**!  \nok", "Down"),
+        ("> [Action:Left]", "Left"),
+        ("# [Action:Right]\n", "Right"),
+        ("- [Action:Pickup];", "Pickup"),
+    ],
+)
+def test_contract_tolerates_decoration_and_trailing_punctuation(text, action):
+    assert parse_action(text, LEGAL).action == action
+
+
+@pytest.mark.parametrize(
+    "text, error, name",
+    [
+        ("I would never pick [Action:North]", NOT_ALONE, "North"),
+        ("I would never pick [Action:Up]\nreally", NOT_ALONE, "Up"),
+        ("[Action:Up] because the passenger is above", NOT_ALONE, "Up"),
+        ("[Action:Up] [Action:Down]", NOT_ALONE, "Up"),
+        ("**[Action:Up]** or maybe not", NOT_ALONE, "Up"),
+        ("[Action:Up]x", NOT_ALONE, "Up"),
+    ],
+)
+def test_contract_requires_the_first_line_to_be_the_marker(text, error, name):
+    p = parse_action(text, LEGAL)
+    assert p.action is None and p.error == error and p.name == name
+
+
+@pytest.mark.parametrize(
+    "text, action, error",
+    [
+        ("<think>[Action:South]", None, MISSING),
+        ("<think>I should go [Action:Up]\n[Action:Up]\n", None, MISSING),
+        ("  <THINK>plan</think>\n", None, MISSING),
+        ("<think>plan: Down</think>\n[Action:Down]", "Down", None),
+        ("[Action:Up]\n<think>late</think>", "Up", None),
+        ("", None, EMPTY),
+    ],
+)
+def test_unclosed_think_means_no_answer(text, action, error):
+    p = parse_reply(text, LEGAL)
+    assert (p.action, p.error) == (action, error)
+
+
+def test_split_think_forms():
+    assert split_think("<think>a</think>b") == ("b", "a")
+    assert split_think("<think> all of it [Action:Up]") == ("", "all of it [Action:Up]")
+    assert split_think("no tags <think>x") == ("no tags <think>x", None)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<think>" + "[Action:" * 125_000,
+        "<think>" + " " * 1_000_000,
+        "[Action:Up] " + "x" * 1_000_000,
+        "**" * 500_000 + "[Action:Up]",
+    ],
+    ids=["unclosed-think-prefixes", "unclosed-think-spaces", "long-first-line", "stars"],
+)
+def test_whole_reply_parse_is_linear_on_megabyte_replies(text):
+    answer, _ = split_think(text)
+    work: list[int] = []
+    find_markers(answer, work)
+    assert work[0] <= 3 * len(text) + 10
+    assert parse_reply(text, LEGAL).action in (None, "Up")
+
+
+def test_prompts_state_the_contract_and_name_the_new_error():
+    from vical.agent import prompts
+    from vical.agent.parse import ParsedReply
+
+    contract = prompts.answer_contract(LEGAL)
+    assert "first line of your reply must be [Action:<name>]" in contract
+    assert "lines after it" in contract
+    retry = prompts.retry_text(ParsedReply(None, NOT_ALONE, name="Up"), LEGAL)
+    assert "more than the [Action:<name>] marker" in retry
+
+
+def test_baseline_answers_satisfy_the_contract(server, tmp_path):
+    played = play(chat_agent(server, model="random"), TASK, tmp_path, max_decisions=3)
+    for r in played.records:
+        if r["type"] == "response":
+            assert r["parse"]["error"] is None
+            assert r["text"].split("\n", 1)[0] == f"[Action:{r['parse']['action']}]"
+
+
+# ------------------------------------------------------------------ timeouts and Retry-After cap
+
+
+def test_defaults_for_timeout_and_retry_after_cap(server):
+    s = chat_agent(server).settings()
+    assert s["request_timeout"] == 120.0 and s["max_retry_after"] == 120.0
+    assert chat_agent(server)._client.timeout == 120.0
+
+
+def test_retry_after_beyond_the_cap_ends_the_decision_at_once(tmp_path):
+    with BaselineServer(retry_after=86400) as s:
+        agent = chat_agent(s, model="fault-429-always")
+        t0 = time.perf_counter()
+        played = play(agent, TASK, tmp_path)
+        assert time.perf_counter() - t0 < 10
+        assert [r["status"] for r in s.requests] == [429]
+    assert played.decisions[-1].failure == "api_error"
+    (err,) = [r for r in played.records if r["type"] == "api_error"]
+    assert err["retry_after"] == 86400.0 and "wait_s" not in err
+    assert err["gave_up"] == "retry-after 86400 s exceeds the cap of 120 s"
+
+
+def test_retry_after_within_a_raised_cap_is_waited_for(tmp_path):
+    with BaselineServer(retry_after=1) as s:
+        agent = chat_agent(s, model="fault-429-once", max_retry_after=0.5)
+        played = play(agent, TASK, tmp_path, max_decisions=1)
+        assert played.decisions[-1].failure == "api_error"
+        assert "0.5 s" in next(r for r in played.records if r["type"] == "api_error")["gave_up"]
+    with BaselineServer(retry_after=1) as s:
+        agent = chat_agent(s, model="fault-429-once", max_retry_after=2)
+        played = play(agent, TASK, tmp_path / "b", max_decisions=1)
+        assert played.actions
+
+
+def test_backoff_is_capped_by_retry_max_delay(server, tmp_path):
+    agent = chat_agent(server, model="fault-500-always", retry_base_delay=5, retry_max_delay=0.05)
+    t0 = time.perf_counter()
+    played = play(agent, TASK, tmp_path)
+    assert time.perf_counter() - t0 < 3
+    waits = [r["wait_s"] for r in played.records if "wait_s" in r]
+    assert len(waits) == 3 and all(0 < w <= 0.05 for w in waits)
+
+
+def test_a_hung_server_is_a_timeout_then_api_error(server, tmp_path):
+    agent = chat_agent(server, model="fault-hang", request_timeout=0.3, transport_retries=1)
+    t0 = time.perf_counter()
+    played = play(agent, TASK, tmp_path)
+    assert time.perf_counter() - t0 < 5
+    assert played.decisions[-1].failure == "api_error"
+    errors = [r for r in played.records if r["type"] == "api_error"]
+    assert [(e["kind"], e["reason"]) for e in errors] == [("retryable", "timeout")] * 2
+
+
+# ------------------------------------------------------------------ size cap
+
+
+def test_huge_replies_are_capped_in_log_history_and_replay(server, tmp_path):
+    played = play(chat_agent(server, model="fault-huge"), TASK, tmp_path, max_decisions=2)
+    assert len(played.actions) == 2
+    log_size = (tmp_path / "log.jsonl").stat().st_size
+    assert log_size < 2 * 4 * MAX_REPLY_CHARS + 200_000  # not the 20 MB the server sent
+    responses = [r for r in played.records if r["type"] == "response"]
+    for r in responses:
+        assert len(r["text"]) == MAX_REPLY_CHARS
+        assert r["text_truncated_from"] > 5_000_000
+        assert len(r["reasoning"]) <= MAX_REPLY_CHARS
+        assert r["reasoning_truncated_from"] > 5_000_000
+    # the capped text is what went back to the model, and what replay re-renders
+    sent = bodies_for(server, "fault-huge")
+    echoed = sent[1]["messages"][1]
+    assert echoed["role"] == "assistant" and echoed["content"] == responses[0]["text"]
+    assert replay_requests(tmp_path) == sent
+
+
+# ------------------------------------------------------------------ preflight
+
+
+def test_preflight_passes_with_any_reply_text_and_sends_no_image(server):
+    for model in ("random", "fault-malformed", "fault-empty"):
+        chat_agent(server, model=model).preflight()
+    bodies = bodies_for(server, "fault-malformed")
+    assert 1 <= len(bodies) <= 2  # one request, or one retry when the machine is slow
+    for body in bodies:
+        assert [m["role"] for m in body["messages"]] == ["user"]
+        assert all(p["type"] == "text" for p in body["messages"][0]["content"])
+
+
+def test_preflight_keeps_the_output_limit(server):
+    chat_agent(server, model="pf-limit", max_output_tokens=16).preflight()
+    (body,) = bodies_for(server, "pf-limit")
+    assert body["max_completion_tokens"] == 16
+
+
+@pytest.mark.parametrize(
+    "model, needles",
+    [
+        ("fault-401-echo", ["HTTP 401", "$OPENAI_API_KEY", "--api-key-env"]),
+        ("fault-not-json", ["did not answer like an OpenAI chat completions server"]),
+        ("fault-400", ["HTTP 400"]),
+        ("fault-hang", ["no reply within 0.3 s", "--request-timeout"]),
+    ],
+)
+def test_preflight_failures_are_one_line_naming_endpoint_model_and_fix(server, model, needles):
+    agent = chat_agent(server, model=model, request_timeout=0.3)
+    with pytest.raises(PreflightError) as e:
+        agent.preflight()
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert server.openai_base_url in msg and repr(model) in msg
+    for n in needles:
+        assert n in msg, msg
+
+
+def test_preflight_retries_once_and_then_gives_up(server):
+    agent = chat_agent(server, model="fault-500-1")
+    agent.preflight()  # the first attempt fails, the retry passes
+    assert [r["status"] for r in server.requests if r.get("model") == "fault-500-1"] == [500, 200]
+    with pytest.raises(PreflightError, match="HTTP 500"):
+        chat_agent(server, model="fault-500-always").preflight()
+    n = [r["status"] for r in server.requests if r.get("model") == "fault-500-always"]
+    assert n[-2:] == [500, 500]
+
+
+def test_preflight_names_a_dead_endpoint():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    agent = get_agent(
+        "openai-chat",
+        **{**CLI_KWARGS, "endpoint": f"http://127.0.0.1:{port}/v1", "model": "m"},
+        retry_base_delay=0.001,
+    )
+    with pytest.raises(PreflightError, match=r"cannot connect.*is the server running"):
+        agent.preflight()
+
+
+def test_preflight_404_points_at_model_and_endpoint(server):
+    agent = get_agent(
+        "openai-chat",
+        **{**CLI_KWARGS, "endpoint": server.url + "/nowhere", "model": "m"},
+        retry_base_delay=0.001,
+    )
+    with pytest.raises(PreflightError, match=r"HTTP 404.*check --model and --endpoint"):
+        agent.preflight()
+
+
+def test_base_agent_preflight_is_a_no_op():
+    from vical.agent.base import Agent
+
+    random_agent = get_agent("random", seed=1)
+    assert random_agent.preflight() is None
+    assert Agent.preflight is type(random_agent).preflight

@@ -24,7 +24,7 @@ TASKS = "taxi/state1,taxi/state2,cartpole/seed41,cliffwalking/base"
 def setup(tmp_path_factory):
     d = tmp_path_factory.mktemp("submit")
     priv, pub = keygen(d / "keys" / "team")
-    run_eval(select_tasks(TASKS), d / "run", runs=1, workers=1, progress=False, save_frames=False)
+    run_eval(select_tasks(TASKS), d / "run", runs=1, workers=1, progress=False, frames="none")
     bundle = d / "bundle.tar.gz"
     make_bundle(d / "run", priv, bundle, team="Team A", partial=True)
     return d, priv, pub, bundle

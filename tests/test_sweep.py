@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 def test_random_reference_over_every_task(tmp_path):
     tasks = all_tasks()
     s = run_eval(
-        tasks, tmp_path / "rand", runs=3, workers=2, save_frames=False, demos=False, progress=False
+        tasks, tmp_path / "rand", runs=3, workers=2, frames="none", demos=False, progress=False
     )
     assert not s.failed, s.failed[:5]
     results = load_results(tmp_path / "rand")

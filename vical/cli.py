@@ -33,7 +33,10 @@ err = Console(stderr=True)
 
 
 def fail(msg: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {msg}")
+    """Print one error (never re-wrapped, so it pastes whole) and exit with ``code``."""
+    from rich.markup import escape
+
+    err.print(f"[bold red]error:[/] {escape(msg)}", soft_wrap=True, highlight=False)
     raise typer.Exit(code)
 
 
@@ -308,13 +311,18 @@ def _run(
     runs: int,
     seed: int,
     workers: int | None,
-    frames: bool,
+    frames: str,
     demos: bool,
     report: bool,
     prices: Path | None = None,
+    preflight: bool = True,
+    retry_errors: bool = True,
+    max_consecutive_errors: int = 5,
+    command: str | None = None,
 ) -> None:
     from vical.agent.costs import load_prices, price_for
     from vical.run import run_eval
+    from vical.run.pool import Interrupted
 
     console.print(
         f"[bold]vical eval[/]: {len(tasks)} tasks x {runs} run(s), agent {agent}, output {out}"
@@ -326,7 +334,13 @@ def _run(
     except (ValueError, RuntimeError) as e:
         fail(f"{agent}: {e}")
     settings = probe.settings()
-    probe.close()
+    try:
+        if preflight:
+            probe.preflight()
+    except RuntimeError as e:
+        fail(f"preflight failed: {e}")
+    finally:
+        probe.close()
     try:
         price = price_for(settings, load_prices(prices))
     except ValueError as e:
@@ -336,6 +350,7 @@ def _run(
             f"note: no price for model {settings.get('model')!r} in the price table; "
             "costs are not computed (see --prices)"
         )
+    resume = command or f"the same command with --out {out}"
     try:
         summary = run_eval(
             tasks,
@@ -346,28 +361,73 @@ def _run(
             runs=runs,
             run_seed=seed,
             workers=workers,
-            save_frames=frames,
+            frames=frames,
             demos=demos,
             price=price,
+            retry_errors=retry_errors,
+            max_consecutive_errors=max_consecutive_errors,
         )
-    except KeyboardInterrupt:
+    except (Interrupted, KeyboardInterrupt):
         err.print(
-            f"\ninterrupted: finished episodes are kept in {out}; run the same command "
-            f"with --out {out} to resume"
+            f"\ninterrupted: finished episodes are kept in {out}; to resume, run {resume}",
+            soft_wrap=True,
+            highlight=False,
+            markup=False,
         )
         raise typer.Exit(130) from None
     except ValueError as e:
         fail(str(e))
-    console.print(f"{summary.finished} episodes run, {summary.skipped} already finished")
-    for name, why in summary.failed:
-        err.print(f"[red]episode {name} failed:[/] {why}")
-    if report:
+    _closing_summary(summary, out, resume)
+    if report and (summary.finished - len(summary.infra) > 0 or summary.skipped):
         _report([out], out)
+    problems = []
+    if not (summary.failed or summary.infra or summary.stopped_by_breaker):
+        console.print(f"next: vical report {out}  |  vical submit {out} --key <private key>")
     if summary.failed:
-        fail(
-            f"{len(summary.failed)} episode(s) failed; re-run with --out {out} to retry them",
-            code=1,
+        problems.append(f"{len(summary.failed)} episode(s) crashed")
+    if summary.infra:
+        problems.append(f"{len(summary.infra)} episode(s) ended in an infrastructure failure")
+    if summary.stopped_by_breaker:
+        problems.append(
+            f"the run stopped after {max_consecutive_errors} infrastructure failures in a row "
+            f"({summary.not_run} episode(s) not started)"
         )
+    if problems:
+        fail("; ".join(problems) + f". Fix the cause, then run: {resume}", code=1)
+
+
+def _closing_summary(summary, out: Path, resume: str) -> None:
+    """Counts by outcome and failure mode, then what to run next."""
+    for line in summary.repaired:
+        err.print(f"[yellow]re-ran damaged episode[/] {line}")
+    if summary.retried:
+        err.print(
+            f"retried {summary.retried} episode(s) that had ended in an infrastructure "
+            f"failure (earlier attempts kept in {out / 'failed-attempts'})"
+        )
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(summary.outcomes.items()))
+    console.print(
+        f"{summary.finished} episodes run ({counts or 'none'}), {summary.skipped} already finished"
+    )
+    for name, why in summary.failed:
+        err.print(f"[red]episode {name} crashed:[/] {why}")
+    shown = summary.infra[:5]
+    for name, why in shown:
+        err.print(f"[red]infrastructure failure[/] {name}: {why}", markup=True, highlight=False)
+    if len(summary.infra) > len(shown):
+        err.print(f"... and {len(summary.infra) - len(shown)} more infrastructure failure(s)")
+
+
+def _resume_command(out: Path) -> str:
+    """The command line that resumes this run (credentials redacted, --out added)."""
+    import shlex
+
+    from vical.agent.redact import redact_argv
+
+    args = redact_argv(list(sys.argv[1:]))
+    if not any(a in ("--out", "-o") or a.startswith("--out=") for a in args):
+        args += ["--out", str(out)]
+    return " ".join(shlex.quote(a) for a in ["vical", *args])
 
 
 @app.command("eval")
@@ -425,8 +485,15 @@ def eval_cmd(
     extra_body: str = typer.Option(
         None, "--extra-body", help="JSON object merged into each request body."
     ),
-    frames: bool = typer.Option(
-        True, "--frames/--no-frames", help="Save every frame as PNG in the episode folder."
+    frames: str = typer.Option(
+        "none",
+        "--frames",
+        help="Frames saved as PNG per episode: none (default; trajectory.png is always "
+        "written and every frame can be regenerated by replay), failed (only episodes "
+        "that did not pass), all (about 1 MB per episode).",
+    ),
+    no_frames: bool = typer.Option(
+        False, "--no-frames", hidden=True, help="Same as --frames none."
     ),
     demos: bool = typer.Option(
         True, "--demos/--no-demos", help="Send the demonstration videos (ablation: --no-demos)."
@@ -434,12 +501,54 @@ def eval_cmd(
     report: bool = typer.Option(
         True, "--report/--no-report", help="Print and write the Table-1 report at the end."
     ),
+    request_timeout: float = typer.Option(
+        120.0, "--request-timeout", min=0.1, help="Seconds to wait for one model reply."
+    ),
+    max_retry_after: float = typer.Option(
+        120.0,
+        "--max-retry-after",
+        min=0.0,
+        help="Longest Retry-After (seconds) the run will honour; a longer one ends the "
+        "decision as an infrastructure failure instead of waiting.",
+    ),
+    preflight: bool = typer.Option(
+        True,
+        "--preflight/--no-preflight",
+        help="Check endpoint, model and key with one small request before the first episode.",
+    ),
+    retry_errors: bool = typer.Option(
+        True,
+        "--retry-errors/--no-retry-errors",
+        help="On resume, re-run episodes that ended in an infrastructure failure.",
+    ),
+    max_consecutive_errors: int = typer.Option(
+        5,
+        "--max-consecutive-errors",
+        min=0,
+        help="Stop the run after this many infrastructure failures in a row (0: never).",
+    ),
 ) -> None:
-    """Evaluate an agent on tasks; writes one folder per episode and a run manifest."""
+    """Evaluate an agent on tasks; writes one folder per episode and a run manifest.
+
+    What a run writes, per episode (runs/<id>/episodes/<env>__<variant>__r<k>/):
+    eval_result.json, log.jsonl (every request and reply), trajectory.png (one
+    strip of the whole episode), media/ (the JPEGs sent to an API model, about
+    10-40 kB each) and, with --frames, PNG frames. A random pass over all 342
+    tasks writes about 25 MB; an API pass adds the media (several hundred MB).
+    Ctrl-C stops the run within seconds, keeping finished episodes; the same
+    command resumes it. Episodes that end because the endpoint failed are
+    reported apart, make the command exit 1, and are re-run on resume.
+    """
     from vical.agent.base import agent_names
 
     if agent not in agent_names():
         fail(f"unknown agent {agent!r}; available: {', '.join(agent_names())}")
+    if no_frames:
+        frames = "none"
+    from vical.run.runner import FRAME_MODES
+
+    if frames not in FRAME_MODES:
+        fail(f"--frames {frames!r} is not one of: {', '.join(FRAME_MODES)}")
     kwargs: dict = {"seed": seed}
     if agent != "random":
         try:
@@ -457,10 +566,13 @@ def eval_cmd(
             reasoning_effort=reasoning_effort,
             extra_body=body,
             rate_limit=rate_limit,
+            request_timeout=request_timeout,
+            max_retry_after=max_retry_after,
         )
+    out = out or _default_out(agent)
     _run(
         _select(tasks),
-        out or _default_out(agent),
+        out,
         agent,
         kwargs,
         runs,
@@ -470,6 +582,10 @@ def eval_cmd(
         demos,
         report,
         prices=prices,
+        preflight=preflight,
+        retry_errors=retry_errors,
+        max_consecutive_errors=max_consecutive_errors,
+        command=_resume_command(out),
     )
 
 
@@ -482,10 +598,26 @@ def baseline_random(
     runs: int = typer.Option(3, "--runs", min=1, help="Episodes per task (paper: 3)."),
     workers: int = typer.Option(None, "--workers", "-j", min=1, help="Parallel episodes."),
     seed: int = typer.Option(0, "--seed", help="Run seed."),
-    frames: bool = typer.Option(False, "--frames/--no-frames", help="Save PNG frames."),
+    frames: str = typer.Option("none", "--frames", help="PNG frames to save: none, failed, all."),
 ) -> None:
     """The random reference: uniform legal actions, 3 runs per task, as a normal run folder."""
-    _run(_select(tasks), out, "random", {"seed": seed}, runs, seed, workers, frames, False, True)
+    from vical.run.runner import FRAME_MODES
+
+    if frames not in FRAME_MODES:
+        fail(f"--frames {frames!r} is not one of: {', '.join(FRAME_MODES)}")
+    _run(
+        _select(tasks),
+        out,
+        "random",
+        {"seed": seed},
+        runs,
+        seed,
+        workers,
+        frames,
+        False,
+        True,
+        command=_resume_command(out),
+    )
 
 
 def _report(
@@ -658,15 +790,62 @@ def submit_cmd(
 @app.command("serve-baseline")
 def serve_baseline(
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
-    port: int = typer.Option(8000, "--port", help="TCP port."),
+    port: int = typer.Option(8000, "--port", help="TCP port (0: any free port)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random policy."),
     delay: float = typer.Option(0.0, "--delay", help="Seconds to wait before each answer."),
+    fault_rate: float = typer.Option(
+        0.0,
+        "--fault-rate",
+        min=0.0,
+        max=1.0,
+        help="Probability that a request carrying an image (an episode turn) misbehaves. "
+        "Text-only requests, such as the preflight check, are never hit.",
+    ),
+    fault_kinds: str = typer.Option(
+        "malformed",
+        "--fault-kinds",
+        help="Comma-separated fault kinds drawn when --fault-rate hits (see below).",
+    ),
+    retry_after: float = typer.Option(
+        1.0, "--retry-after", min=0.0, help="Retry-After seconds sent with an injected 429."
+    ),
 ) -> None:
     """Serve the baseline model over OpenAI-compatible and Gemini HTTP APIs (models:
-    random, first, expert) for trying vical end to end without a real model."""
-    from vical.agent.server import main as server_main
+    random, first, expert) for trying vical end to end without a real model.
 
-    server_main(["--host", host, "--port", str(port), "--seed", str(seed), "--delay", str(delay)])
+    Faults for testing, by model name fault-KIND[-once|-N|-always] (every request) or
+    server-wide with --fault-rate/--fault-kinds (image-carrying turns only). The
+    model's fault: malformed, illegal, conflict, empty, huge (5 MB reply). HTTP
+    errors: 400, 429, 500, context-length, 401-echo (401 repeating the key it got).
+    Broken 200 replies: not-json, html, binary, null, schemaless, empty-body.
+    Time: slow (slow-MS by name), hang (never answers).
+    """
+    from vical.agent.server import main as server_main
+    from vical.agent.server import parse_fault_kinds
+
+    try:
+        kinds = parse_fault_kinds(fault_kinds)
+    except ValueError as e:
+        fail(f"--fault-kinds: {e}")
+    server_main(
+        [
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--seed",
+            str(seed),
+            "--delay",
+            str(delay),
+            "--fault-rate",
+            str(fault_rate),
+            "--fault-kinds",
+            ",".join(kinds),
+            "--retry-after",
+            str(retry_after),
+        ],
+        prog="vical serve-baseline",
+    )
 
 
 def _print_verdict(v) -> None:

@@ -2,8 +2,9 @@
 
 A backend is a class registered by name with :func:`register_agent`; its
 module is imported lazily by :func:`get_agent`, so a backend's SDK is only
-needed when it is used. The runner calls ``start`` once per episode, then
-``act`` once per decision, and writes every record an agent returns to the
+needed when it is used. The runner calls ``preflight`` once before the first
+episode (a no-op unless the backend talks to a model), ``start`` once per
+episode, then ``act`` once per decision, and writes every record an agent returns to the
 episode's ``log.jsonl``.
 """
 
@@ -82,6 +83,15 @@ class Agent(ABC):
     def settings(self) -> dict[str, Any]:
         """Settings recorded in the run manifest (never secrets)."""
         return {}
+
+    def preflight(self) -> None:  # noqa: B027 - optional hook
+        """Check, before the first episode, that the agent can work at all.
+
+        The default does nothing (an agent without a remote model has nothing
+        to check). A model backend sends one tiny request and raises
+        :class:`vical.agent.protocol.PreflightError` with a one-line reason
+        when the endpoint, the key or the model is wrong.
+        """
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release clients and connections."""

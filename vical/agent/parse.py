@@ -1,16 +1,31 @@
 """Reading an action out of a model's reply.
 
-The answer contract: the first non-empty line carries ``[Action:<name>]`` and
-``<name>`` must equal one of the task's legal action names exactly (case and
+The answer contract: the first non-empty line of the answer *is* the marker
+``[Action:<name>]`` — nothing else of substance on that line — and
+``<name>`` equals one of the task's legal action names exactly (case and
 spelling). Anything after the first line is free reasoning. Requiring the
-marker on the first line means an action name that merely appears in the
-reasoning is never executed by accident.
+marker alone on the first line means that an action name merely mentioned in
+the reasoning, or in a sentence such as ``I would never pick
+[Action:North]``, is never executed by accident.
 
-Tolerated, because they do not change which action was meant: spaces around
-the colon and the name, the keyword in any letter case (``[action: Up]``),
-and markdown decoration around the marker on its line (``**[Action:Up]**``).
-A leading ``<think>…</think>`` block, which some self-hosted models emit in
-the answer text, is split off as visible reasoning before parsing.
+Tolerated on the marker line, because they do not change which action was
+meant: whitespace around the line, around the colon and around the name; the
+keyword in any letter case (``[action: Up]``); markdown decoration around the
+marker (``**[Action:Up]**``, ``` `[Action:Up]` ```, ``> [Action:Up]``,
+``# [Action:Up]``); and trailing punctuation (``[Action:Up].``).
+
+Rejected, each with its own error code (:data:`MISSING`,
+:data:`NOT_FIRST_LINE`, :data:`NOT_ALONE`, :data:`EMPTY`,
+:data:`EMPTY_NAME`, :data:`ILLEGAL`): no marker at all; a marker only on a
+later line; a first line holding a marker *and* other words
+(``[Action:Up] because ...`` or ``I pick [Action:Up]``); an empty reply; an
+empty name; a name outside the legal list.
+
+Reasoning in the answer text: a leading ``<think>…</think>`` block, which
+some self-hosted models emit, is split off as visible reasoning before
+parsing (:func:`split_think`). A reply that opens ``<think>`` and never
+closes it is reasoning from end to end: it holds no answer, and a marker
+inside it is not executed (:func:`parse_reply` reports :data:`MISSING`).
 
 Markers are found by a left-to-right scan whose work is linear in the reply's
 length (:func:`find_markers`), not by a backtracking regular expression: a
@@ -23,11 +38,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_THINK_RE = re.compile(r"^\s*<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
+_THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
 
 # parse error codes
-MISSING = "missing_marker"  # no marker anywhere
+MISSING = "missing_marker"  # no marker anywhere (or only inside unclosed reasoning)
 NOT_FIRST_LINE = "marker_not_on_first_line"
+NOT_ALONE = "marker_not_alone"  # the first line holds a marker and other words
 EMPTY = "empty_reply"
 EMPTY_NAME = "empty_action_name"
 ILLEGAL = "illegal_action"
@@ -132,15 +148,62 @@ def find_markers(text: str, work: list[int] | None = None) -> list[str]:
 
 
 def split_think(text: str) -> tuple[str, str | None]:
-    """Split a leading ``<think>…</think>`` block off a reply: (answer, reasoning)."""
-    m = _THINK_RE.match(text)
-    if not m:
+    """Split a leading ``<think>`` block off a reply: (answer, reasoning).
+
+    ``<think>R</think>A`` gives ``(A, R)`` (the tags in any letter case,
+    whitespace before ``<think>`` allowed). A ``<think>`` that is never closed
+    makes the whole rest of the reply reasoning: ``("", R)``. A reply that does
+    not open with ``<think>`` is all answer: ``(text, None)``. Linear time.
+    """
+    i = len(text) - len(text.lstrip())
+    if text[i : i + len(_THINK_OPEN)].lower() != _THINK_OPEN:
         return text, None
-    return text[m.end() :], m.group(1).strip()
+    body = i + len(_THINK_OPEN)
+    end = text.lower().find(_THINK_CLOSE, body)
+    if end < 0:
+        return "", text[body:].strip()
+    return text[end + len(_THINK_CLOSE) :], text[body:end].strip()
+
+
+# decoration tolerated around a marker on its line: markdown emphasis, code, quote,
+# heading and list marks before it; the same and sentence punctuation after it
+_LEAD_DECOR = " \t*_`~>#-"
+_TRAIL_DECOR = " \t*_`~.,;:!"
+
+
+def _marker_alone(line: str) -> bool:
+    """True when ``line`` is one marker and nothing else but tolerated decoration."""
+    core = line.strip(_LEAD_DECOR).rstrip(_TRAIL_DECOR)
+    return (
+        core.startswith("[")
+        and core.endswith("]")
+        and core.count("[") == 1
+        and core.count("]") == 1
+        and len(find_markers(core)) == 1
+    )
+
+
+def parse_reply(text: str | None, legal: list[str]) -> ParsedReply:
+    """Parse a whole reply: split off leading reasoning, then :func:`parse_action`.
+
+    A reply that is only reasoning (an unclosed ``<think>``, or a closed one with
+    nothing after it) has no answer: :data:`MISSING`.
+    """
+    if text is None or not text.strip():
+        return ParsedReply(None, EMPTY, "the reply was empty")
+    answer, reasoning = split_think(text)
+    if reasoning is not None and not answer.strip():
+        return ParsedReply(
+            None,
+            MISSING,
+            "the reply was all reasoning (a <think> block with no answer after it)",
+        )
+    return parse_action(answer, legal)
 
 
 def parse_action(text: str | None, legal: list[str]) -> ParsedReply:
-    """Parse a reply against the legal action names (exact match)."""
+    """Parse an answer (reasoning already split off) against the legal action
+    names (exact match), under the contract in the module docstring."""
     if text is None or not text.strip():
         return ParsedReply(None, EMPTY, "the reply was empty")
     markers = find_markers(text)
@@ -157,6 +220,15 @@ def parse_action(text: str | None, legal: list[str]) -> ParsedReply:
                 conflicting,
             )
         return ParsedReply(None, MISSING, "no [Action:<name>] marker was found", markers)
+    if not _marker_alone(first):
+        return ParsedReply(
+            None,
+            NOT_ALONE,
+            "the first line held other words besides the [Action:<name>] marker",
+            markers,
+            conflicting,
+            on_first[0],
+        )
     name = on_first[0]
     if not name:
         return ParsedReply(

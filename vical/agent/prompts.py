@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from vical.agent.parse import EMPTY, EMPTY_NAME, ILLEGAL, NOT_FIRST_LINE, ParsedReply
+from vical.agent.parse import EMPTY, EMPTY_NAME, ILLEGAL, NOT_ALONE, NOT_FIRST_LINE, ParsedReply
 from vical.spec import TaskSpec
 
 ACTIONS_PREFIX = "Legal actions: "
@@ -97,6 +97,7 @@ def next_turn_reminder() -> str:
 _PROBLEMS = {
     EMPTY: "it was empty",
     NOT_FIRST_LINE: "the [Action:<name>] marker was not on the first line",
+    NOT_ALONE: "the first line held more than the [Action:<name>] marker",
     EMPTY_NAME: "the marker did not contain an action name",
 }
 

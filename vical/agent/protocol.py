@@ -8,16 +8,46 @@ dropped from the history, and reward numbers are never shown.
 
 Each decision may take several requests:
 
-* **format retries** — a reply without a legal ``[Action:<name>]`` on its
-  first line is kept in the history and followed by a retry message naming
+* **format retries** — a reply whose first non-empty line is not exactly a
+  legal ``[Action:<name>]`` marker (see :mod:`vical.agent.parse` for the
+  contract) is kept in the history and followed by a retry message naming
   the legal actions; after ``format_retries`` (3) such retries the episode
-  ends with ``invalid_action``;
-* **transport retries** — a connection error, timeout, HTTP 408/409/429 or
-  5xx resends the same request after an exponential backoff with jitter
-  (at least the server's ``Retry-After``), up to ``transport_retries`` (3)
-  times; then ``api_error``. A provider's context-length error ends the
-  episode at once with ``token_overflow``; any other API error with
-  ``api_error``.
+  ends with ``invalid_action``. Only a well-formed reply of the provider's
+  API counts as the model's answer, an empty one included;
+* **transport retries** — a connection error, a timeout (no reply within
+  ``request_timeout``, 120 s by default), HTTP 408/409/429 or 5xx, or a
+  *malformed reply* (status 200 but a body that is empty, not UTF-8, not
+  JSON, JSON ``null`` or an object without the provider's fields:
+  ``choices``, ``output``, ``candidates``) resends the same request after an
+  exponential backoff with jitter (at most ``retry_max_delay``, at least the
+  server's ``Retry-After``), up to ``transport_retries`` (3) times; then
+  ``api_error``. A ``Retry-After`` longer than ``max_retry_after`` (120 s)
+  is not waited for: the decision ends with ``api_error`` at once and the
+  ``api_error`` record says why (``gave_up``). A provider's context-length
+  error ends the episode at once with ``token_overflow``; any other API
+  error with ``api_error``. None of these failures escapes as an exception.
+
+Size cap: a reply's text, and separately its visible reasoning, longer than
+:data:`MAX_REPLY_CHARS` characters is cut to that length as soon as it
+arrives — before it is parsed, logged or appended to the history — so the
+log, the conversation sent back to the model and a re-rendering by
+:mod:`vical.agent.replay` all hold the same capped text; the response record
+keeps the original length (``text_truncated_from``,
+``reasoning_truncated_from``).
+
+Secrets: the API key and the credentials of the endpoint URL (userinfo,
+``key=``-style query values) go only into the SDK client. ``settings()``
+reports the endpoint through :func:`vical.agent.redact.redact_url`, and every
+string a server can influence (error messages, reply text, reasoning, model
+name, finish reason) passes through :func:`vical.agent.redact.redact_text`
+with those credentials as secrets before it is recorded or kept.
+
+Preflight: :meth:`ProtocolAgent.preflight` sends one tiny text-only request
+(no images) with the run's own settings, retried once if retryable, and
+raises :class:`PreflightError` with one line naming the endpoint (redacted),
+the model, what failed (cannot connect, key refused, model or path not
+found, malformed reply, timeout, other status) and what to check. Any
+well-formed reply passes, whatever its text.
 
 Messages are kept in a provider-neutral form (:data:`Message`) whose media
 parts reference bytes by sha256. A backend turns them into its provider's
@@ -32,8 +62,11 @@ Records returned in ``Decision.records`` (one JSON line each in log.jsonl):
 ``request``        every HTTP request: messages appended since the previous
                    request (media by sha256), the sha256 of the exact body
 ``response``       every reply: final text, visible reasoning, usage, latency,
-                   finish reason and the parse outcome
-``api_error``      every failed request: status, kind, message, Retry-After, wait
+                   finish reason, the parse outcome, any ``*_truncated_from``
+``api_error``      every failed request: kind (retryable, context_length,
+                   fatal), reason (http_status, connection, timeout,
+                   malformed_reply), status, redacted message, Retry-After,
+                   then ``wait_s`` or ``gave_up``
 ``decision``       the action (or failure), retries used, conflicting markers
 """
 
@@ -58,7 +91,8 @@ from PIL import Image
 
 from vical.agent import prompts
 from vical.agent.base import Agent, Decision, EpisodeContext, Observation
-from vical.agent.parse import parse_action, split_think
+from vical.agent.parse import parse_reply, split_think
+from vical.agent.redact import redact_text, redact_url, url_secrets
 
 Part = dict[str, Any]  # {"type": "text", "text"} | {"type": "image"|"video", "sha256", "mime"}
 Message = dict[str, Any]  # {"role": "user"|"assistant", "content": [Part, ...]}
@@ -66,11 +100,24 @@ Media = Mapping[str, tuple[bytes, str]]  # sha256 -> (bytes, mime)
 
 JPEG_QUALITY = 90
 LOCAL_DUMMY_KEY = "vical-local-no-key"
+# Longest reply text (and, separately, visible reasoning) kept, in characters. A
+# longer one is cut to this length before it is parsed, logged or put back into
+# the conversation; the response record keeps the original length.
+MAX_REPLY_CHARS = 65536
+DEFAULT_REQUEST_TIMEOUT = 120.0  # seconds per HTTP request
+DEFAULT_MAX_RETRY_AFTER = 120.0  # longest Retry-After the protocol waits for
+PREFLIGHT_TEXT = "This is a connection check. Reply with the single word: ready"
 
 # error kinds a backend reports through ApiFailure
 RETRYABLE = "retryable"
 CONTEXT_LENGTH = "context_length"
 FATAL = "fatal"
+
+# what went wrong, finer than the kind (ApiFailure.reason, "reason" in api_error records)
+HTTP_STATUS = "http_status"  # the server answered with an error status
+CONNECTION = "connection"  # no connection, or it broke before a reply
+TIMEOUT = "timeout"  # no reply within request_timeout
+MALFORMED_REPLY = "malformed_reply"  # status 200, but not a reply of the provider's API
 
 _CONTEXT_PHRASES = (
     "context_length_exceeded",
@@ -90,8 +137,18 @@ class ApiKeyMissing(RuntimeError):
     """The environment variable that should hold the API key is not set."""
 
 
+class PreflightError(RuntimeError):
+    """The preflight request failed; the message is one line saying what to check."""
+
+
 class ApiFailure(Exception):
-    """A failed request, normalised across SDKs."""
+    """A failed request, normalised across SDKs.
+
+    ``kind`` decides what the protocol does (:data:`RETRYABLE`,
+    :data:`CONTEXT_LENGTH`, :data:`FATAL`); ``reason`` says what happened
+    (:data:`HTTP_STATUS`, :data:`CONNECTION`, :data:`TIMEOUT`,
+    :data:`MALFORMED_REPLY`), defaulting to HTTP_STATUS when a status is given.
+    """
 
     def __init__(
         self,
@@ -99,12 +156,59 @@ class ApiFailure(Exception):
         message: str,
         status: int | None = None,
         retry_after: float | None = None,
+        reason: str | None = None,
     ):
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.status = status
         self.retry_after = retry_after
+        self.reason = reason or (HTTP_STATUS if status is not None else CONNECTION)
+
+
+def malformed_reply(what: str) -> ApiFailure:
+    """A status-200 reply that is not a reply of the provider's API: retryable,
+    an infrastructure failure (a proxy, a captive portal, a broken server), never
+    the model's answer."""
+    return ApiFailure(RETRYABLE, f"malformed reply: {what}", reason=MALFORMED_REPLY)
+
+
+def describe_body(content: bytes | None, content_type: str | None) -> str:
+    """A short description of a reply body for an error message."""
+    data = content or b""
+    ctype = (content_type or "no content type").split(";")[0].strip()
+    if not data:
+        return f"an empty body ({ctype})"
+    try:
+        text = data[:120].decode("utf-8")
+    except UnicodeDecodeError:
+        return f"{len(data)} bytes of {ctype} that are not UTF-8 text"
+    excerpt = " ".join(text.split())[:60]
+    return f"{len(data)} bytes of {ctype} starting {excerpt!r}"
+
+
+def check_json_body(content: bytes | None, content_type: str | None, needs: str) -> Any:
+    """Raise :func:`malformed_reply` unless a reply body is a JSON object holding
+    the field ``needs``; return the decoded object."""
+    what = describe_body(content, content_type)
+    try:
+        obj = json.loads((content or b"").decode("utf-8"))
+    except UnicodeDecodeError:
+        raise malformed_reply(f"the body is not UTF-8 text ({what})") from None
+    except ValueError:
+        raise malformed_reply(f"the body is not JSON ({what})") from None
+    if not isinstance(obj, dict):
+        raise malformed_reply(f"the body is JSON {type(obj).__name__}, not an object ({what})")
+    if obj.get(needs) is None:
+        raise malformed_reply(f"the JSON object has no {needs!r} field ({what})")
+    return obj
+
+
+def cap_text(text: str | None, limit: int = MAX_REPLY_CHARS) -> tuple[str | None, int | None]:
+    """(text cut to ``limit`` characters, original length if it was cut else None)."""
+    if text is None or len(text) <= limit:
+        return text, None
+    return text[:limit], len(text)
 
 
 @dataclass
@@ -234,6 +338,18 @@ def parse_extra_body(extra_body: Any) -> dict[str, Any] | None:
     return dict(extra_body)
 
 
+def _secrets_for(api_key: str, endpoint: str | None) -> tuple[str, ...]:
+    """What redaction must remove: the key, the endpoint's credentials, and the
+    Basic-auth form of its userinfo (an HTTP client sends that header)."""
+    found = [api_key, *url_secrets(endpoint)]
+    if endpoint:
+        parts = urlparse(endpoint)
+        if parts.username is not None or parts.password is not None:
+            pair = f"{parts.username or ''}:{parts.password or ''}"
+            found.append(base64.b64encode(pair.encode()).decode("ascii"))
+    return tuple(s for s in found if s and s != LOCAL_DUMMY_KEY)
+
+
 # --------------------------------------------------------------------------- agent
 
 
@@ -247,8 +363,11 @@ class ProtocolAgent(Agent):
     jitter; it is not sent to the provider — put it in ``extra_body`` for
     that). Tuning, with defaults from the paper: ``format_retries=3``,
     ``transport_retries=3``, ``retry_base_delay=1.0`` seconds (first backoff;
-    tests pass a tiny value), ``retry_max_delay=60.0``, ``request_timeout``
-    seconds (None: the SDK's default).
+    tests pass a tiny value), ``retry_max_delay=60.0`` (longest backoff),
+    ``request_timeout=120.0`` seconds per HTTP request (None: the SDK's own
+    default, 600 s for openai), ``max_retry_after=120.0`` seconds (a longer
+    Retry-After ends the decision with ``api_error`` at once), ``rate_limit``
+    (requests per second towards this endpoint, None: no limit).
     """
 
     default_key_env: ClassVar[str] = "OPENAI_API_KEY"
@@ -270,12 +389,16 @@ class ProtocolAgent(Agent):
         transport_retries: int = 3,
         retry_base_delay: float = 1.0,
         retry_max_delay: float = 60.0,
-        request_timeout: float | None = None,
+        request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+        max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
         rate_limit: float | None = None,
     ):
         if not model:
             raise ValueError(f"backend {self.name}: a model name is required (--model)")
-        self.endpoint = endpoint or self.default_endpoint
+        raw_endpoint = endpoint or self.default_endpoint
+        # the endpoint as given goes only to the SDK client; everything else sees it redacted
+        self._raw_endpoint = raw_endpoint
+        self.endpoint = redact_url(raw_endpoint)
         self.model = model
         self.api_key_env = api_key_env
         self.temperature = temperature
@@ -287,7 +410,8 @@ class ProtocolAgent(Agent):
         self.transport_retries = int(transport_retries)
         self.retry_base_delay = float(retry_base_delay)
         self.retry_max_delay = float(retry_max_delay)
-        self.request_timeout = request_timeout
+        self.request_timeout = None if request_timeout is None else float(request_timeout)
+        self.max_retry_after = float(max_retry_after)
         self.rate_limit = rate_limit
         self._limiter = None
         if rate_limit:
@@ -295,15 +419,20 @@ class ProtocolAgent(Agent):
 
             self._limiter = RateLimiter(self.endpoint or self.name, float(rate_limit))
         self.render_payload([], {}, self.settings())  # reject bad options before any request
-        api_key = resolve_api_key(self.name, api_key_env, self.default_key_env, self.endpoint)
+        api_key = resolve_api_key(self.name, api_key_env, self.default_key_env, raw_endpoint)
+        self._secrets = _secrets_for(api_key, raw_endpoint)  # only to redact, never recorded
         self._client = self.make_client(api_key)
         self._rng = random.Random(seed)
         self._ctx: EpisodeContext | None = None
 
     # -- what a backend provides ------------------------------------------------
+    # what the preflight message calls the API ("an OpenAI chat completions server")
+    api_label: ClassVar[str] = "an OpenAI-compatible"
+
     @abstractmethod
     def make_client(self, api_key: str) -> Any:
-        """Build the SDK client (the only place the key is used)."""
+        """Build the SDK client (the only place the key is used). The endpoint as
+        given, credentials included, is ``self._raw_endpoint``."""
 
     @classmethod
     @abstractmethod
@@ -333,6 +462,7 @@ class ProtocolAgent(Agent):
             "retry_base_delay": self.retry_base_delay,
             "retry_max_delay": self.retry_max_delay,
             "request_timeout": self.request_timeout,
+            "max_retry_after": self.max_retry_after,
             "rate_limit": self.rate_limit,
             "demo_transport": self.demo_transport,
         }
@@ -386,7 +516,7 @@ class ProtocolAgent(Agent):
             self._history.append(
                 {"role": "assistant", "content": [{"type": "text", "text": reply.text}]}
             )
-            parsed = parse_action(split_think(reply.text)[0], ctx.action_names)
+            parsed = parse_reply(reply.text, ctx.action_names)
             records[-1]["parse"] = parsed.as_record()
             if parsed.conflicting:
                 conflicts.append(parsed.markers)
@@ -461,8 +591,9 @@ class ProtocolAgent(Agent):
                     "step": step,
                     "request_index": self._requests,
                     "kind": e.kind,
+                    "reason": e.reason,
                     "status": e.status,
-                    "message": e.message[:2000],
+                    "message": self._redact(e.message[:4000])[:2000],
                     "retry_after": e.retry_after,
                     "latency_s": round(latency, 4),
                 }
@@ -471,11 +602,18 @@ class ProtocolAgent(Agent):
                     return None, "token_overflow", attempt
                 if e.kind != RETRYABLE or attempt >= self.transport_retries:
                     return None, "api_error", attempt
+                if e.retry_after is not None and e.retry_after > self.max_retry_after:
+                    rec["gave_up"] = (
+                        f"retry-after {e.retry_after:g} s exceeds the cap of "
+                        f"{self.max_retry_after:g} s"
+                    )
+                    return None, "api_error", attempt
                 wait = self._backoff(attempt, e.retry_after)
                 rec["wait_s"] = round(wait, 4)
                 time.sleep(wait)
                 continue
             latency = time.perf_counter() - t0
+            reply, cut = self._sanitize(reply)
             answer, think = split_think(reply.text)
             reasoning = "\n\n".join(r for r in (reply.reasoning, think) if r) or None
             for k, v in reply.usage.items():
@@ -492,18 +630,125 @@ class ProtocolAgent(Agent):
                     "finish_reason": reply.finish_reason,
                     "model": reply.model,
                     "latency_s": round(latency, 4),
+                    **cut,
                 }
             )
             return reply, None, attempt
         raise AssertionError("unreachable")
 
+    def _redact(self, text: str | None) -> str | None:
+        """``text`` without the key, the endpoint's credentials or anything shaped like one."""
+        return redact_text(text, self._secrets)
+
+    def _redact_capped(self, text: str | None) -> tuple[str | None, dict[str, int]]:
+        """(redacted text cut to MAX_REPLY_CHARS, {} or {"truncated_from": n})."""
+        if text is None:
+            return None, {}
+        longest = max((len(s) for s in self._secrets), default=0)
+        # redact a little beyond the cap, so that no secret is cut in half at the edge
+        head = self._redact(text[: MAX_REPLY_CHARS + longest + 256]) or ""
+        capped, _ = cap_text(head)
+        if len(text) > MAX_REPLY_CHARS:
+            return capped, {"truncated_from": len(text)}
+        return capped, {}
+
+    def _sanitize(self, reply: Reply) -> tuple[Reply, dict[str, int]]:
+        """The reply as the protocol keeps it: text and reasoning capped at
+        MAX_REPLY_CHARS and redacted; the record notes any original length."""
+        text, t = self._redact_capped(reply.text)
+        reasoning, r = self._redact_capped(reply.reasoning)
+        notes: dict[str, int] = {}
+        if t:
+            notes["text_truncated_from"] = t["truncated_from"]
+        if r:
+            notes["reasoning_truncated_from"] = r["truncated_from"]
+        clean = Reply(
+            text=text or "",
+            reasoning=reasoning,
+            usage=reply.usage,
+            finish_reason=self._redact(reply.finish_reason),
+            model=self._redact(reply.model),
+        )
+        return clean, notes
+
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        """Exponential backoff with full-range jitter, never shorter than Retry-After."""
-        base = min(self.retry_max_delay, self.retry_base_delay * (2**attempt))
-        wait = base * (0.5 + self._rng.random())
+        """Exponential backoff with jitter, at most ``retry_max_delay``, and never
+        shorter than the server's Retry-After (which the caller has already held to
+        ``max_retry_after``)."""
+        base = self.retry_base_delay * (2**attempt)
+        wait = min(self.retry_max_delay, base * (0.5 + self._rng.random()))
         if retry_after is not None:
             wait = max(wait, retry_after)
         return wait
+
+    # -- preflight ---------------------------------------------------------------------
+    def preflight(self) -> None:
+        """One tiny text-only request to check endpoint, key and model before a run.
+
+        The request is a single user message (:data:`PREFLIGHT_TEXT`) with the
+        agent's own settings, sent through :meth:`send`; a retryable failure
+        other than a timeout is retried once after a short wait. Any
+        well-formed reply passes, whatever its text. On failure raises
+        :class:`PreflightError` with one line naming the endpoint (redacted)
+        and the model, what failed and what to check.
+        """
+        messages: list[Message] = [
+            {"role": "user", "content": [{"type": "text", "text": PREFLIGHT_TEXT}]}
+        ]
+        payload = self.render_payload(messages, {}, self.settings())
+        failure: ApiFailure | None = None
+        for attempt in range(2):
+            if self._limiter is not None:
+                self._limiter.acquire()
+            try:
+                self.send(payload)
+                return
+            except ApiFailure as e:
+                failure = e
+            # a hung server rarely recovers within seconds: a timeout is not retried here
+            if failure.kind != RETRYABLE or failure.reason == TIMEOUT or attempt == 1:
+                break
+            wait = min(2.0, self.retry_base_delay)
+            if failure.retry_after is not None:
+                if failure.retry_after > min(self.max_retry_after, 10.0):
+                    break
+                wait = max(wait, failure.retry_after)
+            time.sleep(wait)
+        assert failure is not None
+        raise PreflightError(self._preflight_message(failure))
+
+    def _preflight_message(self, e: ApiFailure) -> str:
+        where = self.endpoint or "the provider's default endpoint"
+        head = f"{where} (model {self.model!r})"
+        said = " ".join((self._redact(e.message) or "").split())[:200]
+        var = self.api_key_env or self.default_key_env
+        status = e.status
+        if e.reason == TIMEOUT:
+            what = (
+                f"no reply within {self.request_timeout:g} s"
+                if self.request_timeout
+                else "the request timed out"
+            )
+            advice = "the server may be hung or overloaded; check it, or raise --request-timeout"
+        elif e.reason == CONNECTION:
+            what = f"cannot connect ({said})"
+            advice = "is the server running? check --endpoint"
+        elif e.reason == MALFORMED_REPLY:
+            what = f"the endpoint did not answer like {self.api_label} server ({said})"
+            advice = "check that --endpoint points at the API itself and that --backend matches it"
+        elif status in (401, 403):
+            what = f"HTTP {status}: the key in ${var} was refused ({said})"
+            advice = "check that key, or name another variable with --api-key-env"
+        elif status == 404:
+            what = f"HTTP 404: model or path not found ({said})"
+            advice = "check --model and --endpoint"
+        elif status == 429:
+            what = f"HTTP 429: rate limited ({said})"
+            advice = "wait and retry, or lower --rate-limit"
+        else:
+            what = f"HTTP {status}: {said}" if status is not None else said
+            advice = "check the server's logs and the request options (--extra-body, --model)"
+        return f"{head}: {what}; {advice}."
 
     def _decide(
         self,

@@ -27,19 +27,38 @@ answers ``[Action:<name>]`` followed by one line of explanation. The
     breadth-first plan for Toy Text and MiniGrid; see :class:`ExpertPolicy`),
     otherwise the random policy;
 ``fault-<kind>[-<when>]``
-    misbehave, for tests and smoke tests. Kinds: ``400``, ``429`` and ``500``
-    (HTTP error; 429 carries ``Retry-After``), ``context-length`` (the provider's
-    context-length error), ``malformed`` (no marker), ``illegal`` (a name
-    outside the list), ``conflict`` (two different markers), ``empty`` (empty
-    text), ``slow-<ms>`` (answer normally after a delay). ``<when>``:
-    ``once`` (first request under this model name), ``<n>`` (first n
-    requests), ``always`` (the default) or, for ``context-length``,
+    misbehave, for tests and smoke tests. Kinds:
+
+    * the model's fault, in a well-formed reply: ``malformed`` (no marker),
+      ``illegal`` (a name outside the list), ``conflict`` (two different
+      markers), ``empty`` (empty text), ``huge`` (a legal marker line followed
+      by about 5 MB of text, and as much visible reasoning);
+    * HTTP errors: ``400``, ``429`` and ``500`` (429 carries ``Retry-After``),
+      ``context-length`` (the provider's context-length error), ``401-echo``
+      (401 whose message repeats the credential the request carried: the
+      bearer token, ``x-goog-api-key`` or ``key=``, as careless proxies do);
+    * broken infrastructure, all with status 200: ``not-json`` (``text/plain``
+      body ``OK``), ``html`` (a ``text/html`` page), ``binary`` (JSON content
+      type, bytes that are not UTF-8), ``null`` (the JSON ``null``),
+      ``schemaless`` (the JSON object ``{}``), ``empty-body`` (no body at all);
+    * time: ``slow-<ms>`` (answer normally after a delay), ``hang`` (accept the
+      request and never answer; the connection is dropped when the server
+      stops, or after an hour).
+
+    ``<when>``: ``once`` (first request under this model name), ``<n>``
+    (first n requests), ``always`` (the default) or, for ``context-length``,
     ``after-<n>`` (once the conversation holds n earlier replies). Counts are
-    per model name over the server's life.
+    per model name over the server's life. Model-name faults apply to every
+    request, text-only ones included.
 
 Server-wide options make any model misbehave at a given rate
-(``fault_rate``, ``fault_kinds``) and answer after a fixed ``delay``.
-Run it with ``python -m vical.agent.server --port 8000``.
+(``fault_rate``, drawing a kind from ``fault_kinds``) and answer after a fixed
+``delay``. The rate applies only to requests that carry at least one image,
+that is to the turns of an episode: a text-only request, such as the
+preflight check an evaluation sends before its first episode, is always
+answered normally, so injected faults land in the middle of a run.
+``retry_after`` sets the ``Retry-After`` seconds of a 429.
+Run it with ``python -m vical.agent.server --port 8000`` or ``vical serve-baseline``.
 """
 
 from __future__ import annotations
@@ -57,6 +76,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from PIL import Image
 
@@ -73,11 +93,23 @@ FAULT_KINDS = (
     "conflict",
     "empty",
     "slow",
+    "hang",
+    "not-json",
+    "html",
+    "binary",
+    "null",
+    "schemaless",
+    "empty-body",
+    "401-echo",
+    "huge",
 )
 _FAULT_RE = re.compile(
-    r"^fault-(400|429|500|context-length|malformed|illegal|conflict|empty|slow)"
-    r"(?:-(once|always|after-\d+|\d+))?$"
+    "^fault-("
+    + "|".join(re.escape(k) for k in sorted(FAULT_KINDS, key=len, reverse=True))
+    + r")(?:-(once|always|after-\d+|\d+))?$"
 )
+HANG_LIMIT = 3600.0  # seconds a "hang" fault holds a request when the server is not stopped
+HUGE_CHARS = 5 * 1024 * 1024  # characters of filler in a "huge" reply
 _GEMINI_RE = re.compile(r"^/v1(?:beta|alpha)?/models/([^/:]+):generateContent$")
 _MOVE_BEFORE, _MOVE_AFTER = next_turn_text("\0").split("\0")
 _MOVE_RE = re.compile("^" + re.escape(_MOVE_BEFORE) + "(.+?)" + re.escape(_MOVE_AFTER) + "$", re.M)
@@ -90,6 +122,26 @@ def _b64decode(text: str) -> bytes:
     if "-" in text or "_" in text:
         return base64.urlsafe_b64decode(text.encode("ascii"))
     return base64.b64decode(text, validate=True)
+
+
+def check_fault_kinds(kinds: Any) -> tuple[str, ...]:
+    """The fault kinds as a tuple; ValueError naming any unknown kind and the known ones."""
+    kinds = tuple(kinds)
+    bad = [k for k in kinds if k not in FAULT_KINDS]
+    if bad:
+        raise ValueError(
+            f"unknown fault kind{'s' if len(bad) > 1 else ''} {', '.join(map(repr, bad))}; "
+            f"known kinds: {', '.join(FAULT_KINDS)}"
+        )
+    return kinds
+
+
+def parse_fault_kinds(text: str) -> tuple[str, ...]:
+    """Parse a comma-separated list of fault kinds (see :func:`check_fault_kinds`)."""
+    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    if not kinds:
+        raise ValueError(f"no fault kind given; known kinds: {', '.join(FAULT_KINDS)}")
+    return check_fault_kinds(kinds)
 
 
 class BadRequest(Exception):
@@ -347,9 +399,7 @@ class BaselineServer:
         retry_after: float = 1.0,
         record_bodies: bool = False,
     ):
-        for k in fault_kinds:
-            if k not in FAULT_KINDS:
-                raise ValueError(f"unknown fault kind {k!r}; known: {', '.join(FAULT_KINDS)}")
+        check_fault_kinds(fault_kinds)
         self.seed = seed
         self.delay = delay
         self.fault_rate = fault_rate
@@ -362,6 +412,7 @@ class BaselineServer:
         self.requests: list[dict[str, Any]] = []
         self._rng = random.Random(seed)
         self.experts = ExpertPolicy()
+        self.stopping = threading.Event()  # set by stop(): releases "hang" faults
         self._httpd = ThreadingHTTPServer((host, port), _make_handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -384,6 +435,7 @@ class BaselineServer:
         self._httpd.serve_forever()
 
     def stop(self) -> None:
+        self.stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         if self._thread is not None:
@@ -412,7 +464,7 @@ class BaselineServer:
                 active = n_before < int(when)
             if active:
                 return Fault(kind)
-        if self.fault_rate > 0:
+        if self.fault_rate > 0 and conv.images:  # episode turns only, never a text-only check
             with self.lock:
                 hit = self._rng.random() < self.fault_rate
                 kind = self._rng.choice(self.fault_kinds)
@@ -451,6 +503,10 @@ class BaselineServer:
             return "[Action:Teleport]\nThat is my choice.", seen
         if kind == "empty":
             return "", seen
+        if kind == "huge":
+            filler = "All work and no play makes a long reply. "
+            bulk = filler * (HUGE_CHARS // len(filler) + 1)
+            return f"[Action:{action}]\n{bulk[:HUGE_CHARS]}", f"{seen}\n{bulk[:HUGE_CHARS]}"
         if kind == "conflict":
             other = next((a for a in legal if a != action), action)
             return f"[Action:{action}]\nOn second thought, [Action:{other}] could also work.", seen
@@ -560,6 +616,23 @@ def _make_handler(server: BaselineServer) -> type[BaseHTTPRequestHandler]:
             if fault and fault.kind == "context-length":
                 self._finish(entry, api, 400, _context_error(api, conv))
                 return
+            if fault and fault.kind == "401-echo":
+                heard = self._credential_heard()
+                message = f"Incorrect API key provided: {heard} (injected fault)"
+                self._finish(entry, api, 401, _error(api, 401, message))
+                return
+            if fault and fault.kind == "hang":
+                entry["status"] = None
+                with server.lock:
+                    server.requests.append(entry)
+                    server.stats[f"{api}:hang"] += 1
+                server.stopping.wait(HANG_LIMIT)
+                self.close_connection = True  # drop the request without an answer
+                return
+            if fault and fault.kind in _BROKEN_BODIES:
+                ctype, data = _BROKEN_BODIES[fault.kind]
+                self._finish_raw(entry, api, 200, data, ctype)
+                return
             text, seen = server.answer(conv, raw, fault)
             out_tokens = max(1, len(text) // 4)
             in_tokens = conv.estimated_tokens()
@@ -585,7 +658,46 @@ def _make_handler(server: BaselineServer) -> type[BaseHTTPRequestHandler]:
                 server.stats[f"{api}:{status}"] += 1
             self._send_json(status, obj, headers)
 
+        def _finish_raw(
+            self, entry: dict[str, Any], api: str, status: int, data: bytes, ctype: str
+        ) -> None:
+            entry["status"] = status
+            with server.lock:
+                server.requests.append(entry)
+                server.stats[f"{api}:{status}"] += 1
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _credential_heard(self) -> str:
+            """The credential the request carried, whichever way it was sent."""
+            auth = self.headers.get("Authorization") or ""
+            if auth:
+                return auth.split(" ", 1)[-1]
+            goog = self.headers.get("x-goog-api-key") or self.headers.get("api-key")
+            if goog:
+                return goog
+            query = parse_qs(urlsplit(self.path).query)
+            return (query.get("key") or ["<none>"])[0]
+
     return Handler
+
+
+# status-200 bodies that no provider would send (content type, bytes)
+_BROKEN_BODIES: dict[str, tuple[str, bytes]] = {
+    "not-json": ("text/plain", b"OK"),
+    "html": (
+        "text/html; charset=utf-8",
+        b"<!DOCTYPE html><html><head><title>Welcome</title></head>"
+        b"<body><h1>It works!</h1><p>This is a web server, not a model.</p></body></html>",
+    ),
+    "binary": ("application/json", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xd8\xff\xe0"),
+    "null": ("application/json", b"null"),
+    "schemaless": ("application/json", b"{}"),
+    "empty-body": ("application/json", b""),
+}
 
 
 # ------------------------------------------------------------------ provider formats
@@ -593,10 +705,20 @@ def _make_handler(server: BaselineServer) -> type[BaseHTTPRequestHandler]:
 
 def _error(api: str, status: int, message: str) -> dict[str, Any]:
     if api == "gemini":
-        names = {400: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL"}
+        names = {
+            400: "INVALID_ARGUMENT",
+            401: "UNAUTHENTICATED",
+            429: "RESOURCE_EXHAUSTED",
+            500: "INTERNAL",
+        }
         return {"error": {"code": status, "message": message, "status": names.get(status, "")}}
-    kinds = {400: "invalid_request_error", 429: "rate_limit_error", 500: "server_error"}
-    code = "rate_limit_exceeded" if status == 429 else None
+    kinds = {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        429: "rate_limit_error",
+        500: "server_error",
+    }
+    code = {429: "rate_limit_exceeded", 401: "invalid_api_key"}.get(status)
     return {"error": {"message": message, "type": kinds.get(status), "param": None, "code": code}}
 
 
@@ -721,40 +843,65 @@ def _gemini_reply(
     }
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser(prog: str = "python -m vical.agent.server") -> argparse.ArgumentParser:
+    """The command line of the server (also behind ``vical serve-baseline``)."""
     ap = argparse.ArgumentParser(
-        prog="python -m vical.agent.server",
+        prog=prog,
         description="Baseline model server: OpenAI chat/responses and Gemini generateContent.",
     )
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=8000)
+    ap.add_argument("--host", default="127.0.0.1", help="interface to listen on")
+    ap.add_argument("--port", type=int, default=8000, help="TCP port (0: any free port)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random policy")
     ap.add_argument("--delay", type=float, default=0.0, help="seconds to wait before answering")
     ap.add_argument(
-        "--fault-rate", type=float, default=0.0, help="probability that any request misbehaves"
+        "--fault-rate",
+        type=float,
+        default=0.0,
+        help="probability that a request carrying an image (an episode turn) misbehaves; "
+        "text-only requests are never hit",
     )
     ap.add_argument(
         "--fault-kinds",
-        default="malformed",
+        type=_fault_kinds_arg,
+        default=("malformed",),
         help=f"comma-separated kinds drawn when --fault-rate hits: {','.join(FAULT_KINDS)}",
     )
     ap.add_argument(
         "--retry-after", type=float, default=1.0, help="Retry-After seconds sent with a 429"
     )
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _fault_kinds_arg(text: str) -> tuple[str, ...]:
+    try:
+        return parse_fault_kinds(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m vical.agent.server") -> None:
+    args = build_parser(prog).parse_args(argv)
+    if not 0.0 <= args.fault_rate <= 1.0:
+        build_parser(prog).error(f"--fault-rate must be between 0 and 1, not {args.fault_rate}")
     server = BaselineServer(
         args.host,
         args.port,
         seed=args.seed,
         delay=args.delay,
         fault_rate=args.fault_rate,
-        fault_kinds=tuple(k.strip() for k in args.fault_kinds.split(",") if k.strip()),
+        fault_kinds=args.fault_kinds,
         retry_after=args.retry_after,
+    )
+    faults = (
+        f"\n  Injected faults:            rate {args.fault_rate:g} on image turns, "
+        f"kinds {','.join(args.fault_kinds)}"
+        if args.fault_rate
+        else ""
     )
     print(
         f"vical baseline server on {server.url}\n"
         f"  OpenAI-compatible base URL: {server.openai_base_url}  (models: random, first, expert)\n"
-        f"  Gemini base URL:            {server.url}",
+        f"  Gemini base URL:            {server.url}{faults}",
         flush=True,
     )
     try:
@@ -762,6 +909,7 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         pass
     finally:
+        server.stopping.set()
         server._httpd.server_close()
 
 

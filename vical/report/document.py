@@ -13,7 +13,12 @@ from typing import Any
 
 from vical.report import analyses as an
 from vical.report.table import RunReport, build_report
-from vical.run.results import EvalResult, atomic_write_bytes, load_results
+from vical.run.results import (
+    EvalResult,
+    atomic_write_bytes,
+    load_infrastructure_failures,
+    load_results,
+)
 
 
 def _unique_names(dirs: list[Path]) -> list[str]:
@@ -113,6 +118,13 @@ def build_document(
         "trajectory_task": task,
         "trajectories": an.trajectory_rows(runs, task) if task else [],
     }
+    infra = {
+        name: [
+            {"episode": f"{r.env}__{r.variant}__r{r.run_index}", "task": r.task_id}
+            for r in load_infrastructure_failures(folders[name])
+        ]
+        for name in with_ref
+    }
     return {
         "runs": reports,
         "random": random_report,
@@ -120,6 +132,8 @@ def build_document(
         "results": runs,
         "folders": folders,
         "analyses": analyses,
+        # episodes the endpoint or network ended: not results, left out of every figure
+        "infrastructure_failures": {k: v for k, v in infra.items() if v},
     }
 
 
@@ -197,6 +211,7 @@ def document_json(doc: dict[str, Any], figures: dict[str, tuple[str, bytes]]) ->
             "runs": [r.model_dump() for r in doc["runs"]],
             "random": doc["random"].model_dump() if doc["random"] else None,
             "analyses": doc["analyses"],
+            "infrastructure_failures": doc.get("infrastructure_failures", {}),
             "figures": {k: f"figures/{k}.png" for k in figures},
         }
     )
@@ -218,6 +233,11 @@ def render_document_markdown(doc: dict[str, Any], figures: dict[str, tuple[str, 
     if doc["random"] is not None:
         rr = doc["random"]
         head.append(f"Random reference: {rr.name} ({rr.n_episodes} episodes, {rr.n_tasks} tasks)")
+    for name, eps in (doc.get("infrastructure_failures") or {}).items():
+        head.append(
+            f"Not scored: {len(eps)} episode(s) of {name} ended in an infrastructure "
+            "failure (the endpoint or network failed); resume the run to retry them."
+        )
     head.append("")
     return "\n".join(head) + "\n" + render_sections_markdown(report_sections(doc), figures)
 

@@ -11,6 +11,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 FAILURE_MODES = ("timeout", "invalid_action", "token_overflow", "early_termination", "api_error")
+# failure modes caused by the infrastructure (endpoint, network, server), not by the
+# model: such episodes are not results; they are reported apart and retried on resume
+INFRASTRUCTURE_FAILURES = ("api_error",)
 
 
 class EvalResult(BaseModel):
@@ -40,6 +43,14 @@ class EvalResult(BaseModel):
     started_at: str
     finished_at: str
     vical_version: str
+    files: dict[str, str] = Field(
+        default_factory=dict,
+        description="sha256 of every other file of the episode folder, by relative path",
+    )
+
+    @property
+    def infrastructure_failure(self) -> bool:
+        return self.failure_mode in INFRASTRUCTURE_FAILURES
 
 
 class RunManifest(BaseModel):
@@ -57,13 +68,29 @@ class RunManifest(BaseModel):
     created_at: str
     command: list[str] = Field(default_factory=list)
     image: dict[str, str] | None = None
+    demos: bool = True
+
+
+def _read_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+UMASK = _read_umask()
+FILE_MODE = 0o666 & ~UMASK  # what open() would give: every file a run writes has this mode
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temporary file in the same folder, fsync, then rename over ``path``."""
+    """Write to a temporary file in the same folder, fsync, then rename over ``path``.
+
+    The file gets the mode a plain ``open()`` would give (0666 less the umask),
+    not ``mkstemp``'s private 0600, so a run's files all share one mode.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -82,8 +109,8 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (text + "\n").encode())
 
 
-def load_results(run_dir: Path) -> list[EvalResult]:
-    """Every finished episode of a run folder, sorted by task then run index."""
+def load_all_results(run_dir: Path) -> list[EvalResult]:
+    """Every episode folder's result, infrastructure failures included."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise FileNotFoundError(f"{run_dir}: no such run folder")
@@ -92,3 +119,17 @@ def load_results(run_dir: Path) -> list[EvalResult]:
         for p in sorted((run_dir / "episodes").glob("*/eval_result.json"))
     ]
     return sorted(out, key=lambda r: (r.task_id, r.run_index))
+
+
+def load_results(run_dir: Path) -> list[EvalResult]:
+    """The results of a run folder, sorted by task then run index.
+
+    Episodes that ended in an infrastructure failure (``api_error``) are not
+    results and are left out; :func:`load_infrastructure_failures` lists them.
+    """
+    return [r for r in load_all_results(run_dir) if not r.infrastructure_failure]
+
+
+def load_infrastructure_failures(run_dir: Path) -> list[EvalResult]:
+    """Episodes that ended because the endpoint or network failed, not the model."""
+    return [r for r in load_all_results(run_dir) if r.infrastructure_failure]

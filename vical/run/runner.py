@@ -10,14 +10,26 @@ Layout of a run folder::
                                              trajectory.png
 
 An episode is written into ``runs/<id>/.partial/`` and renamed into
-``episodes/`` only once complete, with ``eval_result.json`` written last, so
-a crash or Ctrl-C at any point leaves either a whole episode or nothing; the
-same command then resumes and skips the finished ones.
+``episodes/`` only once complete, with ``eval_result.json`` written last (it
+holds the sha256 of every other file of the folder), so a crash or Ctrl-C at
+any point leaves either a whole episode or nothing; the same command then
+resumes and skips the finished ones. Resuming checks every finished folder
+against the hashes in its result and re-runs a damaged one (moved aside to
+``damaged/``). An episode that ended in an infrastructure failure
+(``api_error``: the endpoint or network failed, not the model) is moved to
+``failed-attempts/`` and re-run, unless ``retry_errors=False``.
+
+One process writes a run folder at a time: ``runs/<id>/.lock`` is held (an
+``flock``) for the whole run and a second writer is refused. Frames are
+saved as PNG per the ``frames`` setting (``none``, ``failed``, ``all``); the
+trajectory strip ``trajectory.png`` is always written, and every frame can be
+regenerated exactly by replaying the logged actions.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -25,7 +37,8 @@ import shutil
 import sys
 import time
 import uuid
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,10 +49,38 @@ from PIL import Image
 
 from vical import __version__
 from vical.agent.costs import episode_cost
-from vical.run.results import EvalResult, RunManifest, atomic_write_json
+from vical.run.results import FILE_MODE, EvalResult, RunManifest, atomic_write_json
 from vical.spec import TaskSpec, get_task, tasks_digest
 
 _MIME_EXT = {"image/jpeg": "jpg", "image/png": "png", "video/mp4": "mp4"}
+FRAME_MODES = ("none", "failed", "all")
+# agent settings that cannot change a result: they may differ on resume (each
+# episode's log records the values it ran with)
+NON_RESULT_SETTINGS = frozenset(
+    {
+        "endpoint",
+        "api_key_env",
+        "rate_limit",
+        "request_timeout",
+        "max_retry_after",
+        "transport_retries",
+        "retry_base_delay",
+        "retry_max_delay",
+    }
+)
+_SETTING_FLAGS = {
+    "backend": "--agent",
+    "model": "--model",
+    "temperature": "--temperature",
+    "max_output_tokens": "--max-output-tokens",
+    "reasoning_effort": "--reasoning-effort",
+    "extra_body": "--extra-body",
+    "seed": "--seed",
+}
+
+
+class RunFolderError(ValueError):
+    """A run folder cannot be used as asked (busy, other settings, other task data)."""
 
 
 def episode_name(task_id: str, run_index: int) -> str:
@@ -61,18 +102,28 @@ class EpisodeJob:
     agent_kwargs: dict[str, Any]
     run_seed: int
     run_dir: str
-    save_frames: bool = True
+    frames: str = "none"
     demos: bool = True
     price: dict[str, float] | None = None
 
 
 @dataclass
 class RunSummary:
+    """What one invocation did. ``failed`` are episodes that crashed (no result);
+    ``infra`` are episodes that ended in an infrastructure failure (kept in
+    ``episodes/`` for the record, not results, retried on the next resume)."""
+
     run_dir: Path
     total: int
     skipped: int
     finished: int
     failed: list[tuple[str, str]] = field(default_factory=list)
+    infra: list[tuple[str, str]] = field(default_factory=list)
+    outcomes: Counter = field(default_factory=Counter)
+    retried: int = 0
+    repaired: list[str] = field(default_factory=list)
+    stopped_by_breaker: bool = False
+    not_run: int = 0
 
 
 def _now() -> str:
@@ -81,6 +132,42 @@ def _now() -> str:
 
 def _save_png(path: Path, frame: np.ndarray) -> None:
     Image.fromarray(frame).save(path, format="PNG", compress_level=1)
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _folder_hashes(folder: Path) -> dict[str, str]:
+    """sha256 of every file under ``folder`` except eval_result.json, by relative path."""
+    return {
+        p.relative_to(folder).as_posix(): _sha256_file(p)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != "eval_result.json"
+    }
+
+
+def episode_problems(folder: Path) -> list[str]:
+    """Why a finished episode folder is not whole (empty when it is)."""
+    try:
+        r = EvalResult.model_validate_json((folder / "eval_result.json").read_text())
+    except (OSError, ValueError) as e:
+        return [f"eval_result.json unreadable: {type(e).__name__}"]
+    if r.task_id and episode_name(r.task_id, r.run_index) != folder.name:
+        return [f"eval_result.json belongs to {episode_name(r.task_id, r.run_index)}"]
+    problems = []
+    expected = r.files or {"log.jsonl": "", "trajectory.png": ""}
+    for rel, sha in expected.items():
+        p = folder / rel
+        if not p.is_file():
+            problems.append(f"{rel} missing")
+        elif sha and _sha256_file(p) != sha:
+            problems.append(f"{rel} changed")
+    return problems
 
 
 def _failure_mode(outcome: str | None, passed: bool, agent_failure: str | None) -> str | None:
@@ -114,7 +201,7 @@ def run_episode(job: EpisodeJob) -> str:
     run_dir = Path(job.run_dir)
     name = episode_name(job.task_id, job.run_index)
     tmp = run_dir / ".partial" / f"{name}.{uuid.uuid4().hex[:8]}"
-    (tmp / "frames").mkdir(parents=True)
+    tmp.mkdir(parents=True)
     seed = episode_seed(job.run_seed, job.task_id, job.run_index)
     started = _now()
     t0 = time.perf_counter()
@@ -133,8 +220,6 @@ def run_episode(job: EpisodeJob) -> str:
             frame = env.reset()
             hashes = [frame_sha256(frame)]
             frames.append(frame)
-            if job.save_frames:
-                _save_png(tmp / "frames" / "0000.png", frame)
             write(
                 {
                     "type": "start",
@@ -187,8 +272,6 @@ def run_episode(job: EpisodeJob) -> str:
                 actions.append(decision.action)
                 hashes.append(s.frame_sha256)
                 frames.append(frame)
-                if job.save_frames:
-                    _save_png(tmp / "frames" / f"{s.index:04d}.png", frame)
                 write(
                     {
                         "type": "step",
@@ -214,6 +297,10 @@ def run_episode(job: EpisodeJob) -> str:
                     "agent_failure": agent_failure,
                 }
             )
+        if job.frames == "all" or (job.frames == "failed" and not passed):
+            (tmp / "frames").mkdir()
+            for i, f in enumerate(frames):
+                _save_png(tmp / "frames" / f"{i:04d}.png", f)
         draw_trajectory(
             frames,
             actions,
@@ -245,6 +332,7 @@ def run_episode(job: EpisodeJob) -> str:
             started_at=started,
             finished_at=_now(),
             vical_version=__version__,
+            files=_folder_hashes(tmp),
         )
         atomic_write_json(tmp / "eval_result.json", result)
         final = run_dir / "episodes" / name
@@ -294,11 +382,61 @@ def image_info() -> dict[str, str] | None:
     return {k: v for k, v in pairs if v}
 
 
+def _setting_text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else repr(value)
+
+
+def settings_differences(old: RunManifest, new: RunManifest) -> list[str]:
+    """One sentence per result-changing setting that differs between two manifests."""
+    out = []
+    if old.agent != new.agent:
+        out.append(
+            f"the agent was {old.agent!r}, now {new.agent!r}: pass --agent {old.agent} to resume"
+        )
+    if old.run_seed != new.run_seed:
+        out.append(
+            f"the run seed was {old.run_seed}, now {new.run_seed}: pass --seed {old.run_seed}"
+        )
+    if old.demos != new.demos:
+        flag = "--demos" if old.demos else "--no-demos"
+        out.append(f"demonstrations were {'on' if old.demos else 'off'}: pass {flag}")
+    if old.agent == new.agent:
+        keys = sorted(set(old.agent_settings) | set(new.agent_settings))
+        for k in keys:
+            if k in NON_RESULT_SETTINGS or k == "seed":
+                continue
+            a, b = old.agent_settings.get(k), new.agent_settings.get(k)
+            if a == b:
+                continue
+            flag = _SETTING_FLAGS.get(k)
+            how = (
+                f"pass {flag} {_setting_text(a)}"
+                if flag and a is not None
+                else f"drop {flag}"
+                if flag
+                else "it has no flag; use the original vical version and options"
+            )
+            out.append(f"{k} was {_setting_text(a)}, now {_setting_text(b)}: {how}")
+    return out
+
+
 def prepare_run(
-    run_dir: Path, tasks: list[TaskSpec], agent: str, agent_settings: dict, run_seed: int, runs: int
+    run_dir: Path,
+    tasks: list[TaskSpec],
+    agent: str,
+    agent_settings: dict,
+    run_seed: int,
+    runs: int,
+    demos: bool = True,
 ) -> RunManifest:
-    """Create (or check, when resuming) the run folder and its manifest."""
+    """Create (or check, when resuming) the run folder and its manifest.
+
+    Call it with the folder's lock held (:func:`lock_run_folder`): it clears
+    ``.partial/``, which only a writer of this folder may do.
+    """
     run_dir.mkdir(parents=True, exist_ok=True)
+    from vical.agent.redact import redact_argv
+
     manifest = RunManifest(
         run_id=run_dir.name,
         agent=agent,
@@ -309,23 +447,32 @@ def prepare_run(
         tasks_digest=tasks_digest(),
         versions=_versions(),
         created_at=_now(),
-        command=sys.argv,
+        command=redact_argv(list(sys.argv)),
         image=image_info(),
+        demos=demos,
     )
     path = run_dir / "manifest.json"
     if path.exists():
-        old = RunManifest.model_validate_json(path.read_text())
-        mine = (manifest.agent, manifest.agent_settings, manifest.run_seed)
-        theirs = (old.agent, old.agent_settings, old.run_seed)
-        if mine != theirs:
-            raise ValueError(
-                f"{run_dir} already holds a run with agent/settings/seed {theirs}, not {mine}; "
-                "resume it with the same options or choose another --out"
+        try:
+            old = RunManifest.model_validate_json(path.read_text())
+        except ValueError as e:
+            raise RunFolderError(
+                f"{run_dir}/manifest.json is not a vical run manifest ({type(e).__name__}); "
+                "choose another --out"
+            ) from None
+        diffs = settings_differences(old, manifest)
+        if diffs:
+            raise RunFolderError(
+                f"{run_dir} holds a run with other settings, so its episodes cannot be "
+                "mixed with this command's:\n  - "
+                + "\n  - ".join(diffs)
+                + "\nor choose a new folder with --out."
             )
         if old.tasks_digest != manifest.tasks_digest:
-            raise ValueError(
-                f"{run_dir} was started with other task data (digest {old.tasks_digest[:12]}); "
-                "its episodes cannot be mixed with this version's; choose another --out"
+            raise RunFolderError(
+                f"{run_dir} was started with other task data (digest {old.tasks_digest[:12]}, "
+                f"this vical has {manifest.tasks_digest[:12]}); its episodes cannot be mixed "
+                "with this version's; choose another --out"
             )
         merged = list(dict.fromkeys([*old.tasks, *manifest.tasks]))
         manifest = old.model_copy(
@@ -336,35 +483,141 @@ def prepare_run(
     return manifest
 
 
+@contextlib.contextmanager
+def lock_run_folder(run_dir: Path) -> Iterator[None]:
+    """Hold ``run_dir/.lock`` for the duration; refuse when another process holds it."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / ".lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
+            raise RunFolderError(
+                f"{run_dir} is in use by {holder}; wait for it to finish (or stop it), "
+                "or write this run to another folder with --out"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"vical pid {os.getpid()}".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+def _move_aside(folder: Path, to: Path) -> None:
+    to.mkdir(parents=True, exist_ok=True)
+    k = 1
+    while (to / f"{folder.name}.{k}").exists():
+        k += 1
+    os.rename(folder, to / f"{folder.name}.{k}")
+
+
+def scan_episodes(run_dir: Path, retry_errors: bool, summary: RunSummary) -> set[str]:
+    """Names of the finished, whole episodes to keep; damaged folders (and, when
+    ``retry_errors``, infrastructure failures) are moved aside to be re-run."""
+    done: set[str] = set()
+    eps = run_dir / "episodes"
+    if not eps.is_dir():
+        return done
+    for folder in sorted(eps.iterdir()):
+        if not folder.is_dir():
+            continue
+        problems = episode_problems(folder)
+        if problems:
+            summary.repaired.append(f"{folder.name}: {'; '.join(problems)}")
+            _move_aside(folder, run_dir / "damaged")
+            continue
+        r = EvalResult.model_validate_json((folder / "eval_result.json").read_text())
+        if r.infrastructure_failure and retry_errors:
+            summary.retried += 1
+            _move_aside(folder, run_dir / "failed-attempts")
+            continue
+        done.add(folder.name)
+    return done
+
+
 class _Tally:
-    """Running figures for the progress bar: mean score, pass rate, tokens, cost."""
+    """Running figures for the progress line: mean score, pass rate, errors, tokens, cost."""
 
     def __init__(self) -> None:
         self.n = 0
         self.score = 0.0
         self.passed = 0
+        self.errors = 0
         self.tokens = 0
         self.cost: float | None = None
 
-    def add(self, run_dir: Path, name: str) -> None:
-        r = EvalResult.model_validate_json(
-            (run_dir / "episodes" / name / "eval_result.json").read_text()
-        )
-        self.n += 1
-        self.score += r.score
-        self.passed += int(r.passed)
+    def add(self, r: EvalResult) -> None:
         self.tokens += int(r.usage.get("input_tokens", 0)) + int(r.usage.get("output_tokens", 0))
         if r.cost_usd is not None:
             self.cost = (self.cost or 0.0) + r.cost_usd
+        if r.infrastructure_failure:
+            self.errors += 1
+            return
+        self.n += 1
+        self.score += r.score
+        self.passed += int(r.passed)
 
-    def line(self, task_id: str) -> str:
-        if not self.n:
-            return task_id
-        cost = "" if self.cost is None else f" ${self.cost:.4f}"
-        return (
-            f"score {self.score / self.n:.1f} pass {100 * self.passed / self.n:.0f}% "
-            f"tokens {self.tokens}{cost} | {task_id}"
-        )
+    def fields(self, task_id: str) -> list[str]:
+        """Progress fields in priority order; the display drops from the end to fit."""
+        out = []
+        if self.n:
+            out += [f"S {self.score / self.n:.1f}", f"P {100 * self.passed / self.n:.0f}%"]
+        if self.errors:
+            out.append(f"err {self.errors}")
+        if self.tokens:
+            out.append(f"{_short(self.tokens)} tok")
+        if self.cost is not None:
+            out.append(f"${self.cost:.2f}")
+        out.append(task_id)
+        return out
+
+
+def _short(n: int) -> str:
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f}{unit}"
+    return str(n)
+
+
+def fit_fields(fields: list[str], width: int) -> str:
+    """Join as many leading fields as fit in ``width`` columns; never cut one."""
+    out = ""
+    for f in fields:
+        candidate = f"{out}  {f}" if out else f
+        if len(candidate) > width:
+            break
+        out = candidate
+    return out
+
+
+def _progress_bar(enabled: bool):
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    console = Console(stderr=True)
+    wide = console.width >= 100
+    columns = [
+        TextColumn("[bold]eval[/]"),
+        BarColumn(bar_width=30 if wide else 12),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    ]
+    if wide:
+        columns.append(TimeRemainingColumn())
+    columns.append(TextColumn("{task.description}"))
+    # fixed part: label 4, bar, counts up to 15, elapsed 7, remaining 7, separators
+    fixed = 4 + (30 if wide else 12) + 15 + 8 + (8 if wide else 0) + len(columns)
+    bar = Progress(*columns, console=console, disable=not enabled, transient=False)
+    return bar, max(0, console.width - fixed)
 
 
 def run_eval(
@@ -376,86 +629,108 @@ def run_eval(
     runs: int = 1,
     run_seed: int = 0,
     workers: int | None = None,
-    save_frames: bool = True,
+    frames: str = "none",
     demos: bool = True,
     progress: bool = True,
     price: dict[str, float] | None = None,
+    retry_errors: bool = True,
+    max_consecutive_errors: int = 5,
 ) -> RunSummary:
     """Run every (task, run index) episode not yet finished in ``run_dir``.
 
     ``price`` (USD per million input/output tokens) turns each episode's token
-    usage into ``cost_usd``; the progress bar shows the running mean score, pass
-    rate, tokens and cost of the episodes finished in this invocation.
+    usage into ``cost_usd``. ``frames`` is ``none``, ``failed`` or ``all``.
+    After ``max_consecutive_errors`` episodes in a row end in an
+    infrastructure failure the run stops scheduling (a circuit breaker; 0
+    turns it off) and ``RunSummary.stopped_by_breaker`` is set. Raises
+    :class:`vical.run.pool.Interrupted` on SIGINT/SIGTERM with every finished
+    episode kept and no partial one left behind.
     """
+    from vical.run.pool import Interrupted, run_pool
+
+    if frames not in FRAME_MODES:
+        raise ValueError(f"frames must be one of {', '.join(FRAME_MODES)}, not {frames!r}")
     agent_kwargs = dict(agent_kwargs or {})
     run_dir = Path(run_dir)
-    prepare_run(run_dir, tasks, agent, agent_settings or agent_kwargs, run_seed, runs)
-    done = {p.parent.name for p in (run_dir / "episodes").glob("*/eval_result.json")}
-    jobs = [
-        EpisodeJob(t.id, k, agent, agent_kwargs, run_seed, str(run_dir), save_frames, demos, price)
-        for t in tasks
-        for k in range(runs)
-        if episode_name(t.id, k) not in done
-    ]
-    summary = RunSummary(
-        run_dir, total=len(tasks) * runs, skipped=len(tasks) * runs - len(jobs), finished=0
-    )
-    if not jobs:
-        return summary
-    workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
-
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    bar = Progress(
-        TextColumn("[bold]eval[/]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        TextColumn("{task.description}"),
-        disable=not progress,
-        transient=False,
-    )
-    tally = _Tally()
-
-    def finished_one(job: EpisodeJob, error: BaseException | None) -> None:
-        name = episode_name(job.task_id, job.run_index)
-        if error is None:
-            summary.finished += 1
-            tally.add(run_dir, name)
-        else:
-            summary.failed.append((name, repr(error)))
-        bar.advance(pid)
-        bar.update(pid, description=tally.line(job.task_id))
-
-    with bar:
-        pid = bar.add_task("", total=summary.total, completed=summary.skipped)
-        if workers == 1:
-            for job in jobs:
-                bar.update(pid, description=tally.line(job.task_id))
-                try:
-                    run_episode(job)
-                except Exception as e:
-                    finished_one(job, e)
-                else:
-                    finished_one(job, None)
+    with lock_run_folder(run_dir):
+        prepare_run(run_dir, tasks, agent, agent_settings or agent_kwargs, run_seed, runs, demos)
+        summary = RunSummary(run_dir, total=len(tasks) * runs, skipped=0, finished=0)
+        done = scan_episodes(run_dir, retry_errors, summary)
+        jobs = [
+            EpisodeJob(t.id, k, agent, agent_kwargs, run_seed, str(run_dir), frames, demos, price)
+            for t in tasks
+            for k in range(runs)
+            if episode_name(t.id, k) not in done
+        ]
+        summary.skipped = summary.total - len(jobs)
+        if not jobs:
             return summary
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            pending = {pool.submit(run_episode, j): j for j in jobs}
-            try:
-                while pending:
-                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for fut in finished:
-                        job = pending.pop(fut)
-                        finished_one(job, fut.exception())
-            except KeyboardInterrupt:
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
-    return summary
+        workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
+        bar, room = _progress_bar(progress)
+        tally = _Tally()
+        streak = 0
+
+        def on_result(job: EpisodeJob, name: str | None, error: BaseException | None) -> bool:
+            nonlocal streak
+            ep = episode_name(job.task_id, job.run_index)
+            if error is not None:
+                summary.failed.append((ep, f"{type(error).__name__}: {error}"))
+                streak = 0
+            else:
+                r = EvalResult.model_validate_json(
+                    (run_dir / "episodes" / ep / "eval_result.json").read_text()
+                )
+                tally.add(r)
+                summary.finished += 1
+                summary.outcomes[r.failure_mode or "pass"] += 1
+                if r.infrastructure_failure:
+                    summary.infra.append((ep, _last_api_error(run_dir / "episodes" / ep)))
+                    streak += 1
+                else:
+                    streak = 0
+            bar.advance(pid)
+            bar.update(pid, description=fit_fields(tally.fields(job.task_id), room))
+            if max_consecutive_errors and streak >= max_consecutive_errors:
+                summary.stopped_by_breaker = True
+                return False
+            return True
+
+        try:
+            with bar:
+                pid = bar.add_task(
+                    fit_fields(tally.fields(jobs[0].task_id), room),
+                    total=summary.total,
+                    completed=summary.skipped,
+                )
+                run_pool(
+                    run_episode,
+                    jobs,
+                    workers,
+                    on_result,
+                    on_abort=lambda: shutil.rmtree(run_dir / ".partial", ignore_errors=True),
+                )
+        except Interrupted:
+            shutil.rmtree(run_dir / ".partial", ignore_errors=True)
+            raise
+        summary.not_run = (
+            len(jobs) - summary.finished - len(summary.failed) if summary.stopped_by_breaker else 0
+        )
+        shutil.rmtree(run_dir / ".partial", ignore_errors=True)
+        return summary
+
+
+def _last_api_error(folder: Path) -> str:
+    """The last transport/API error message an episode's log holds."""
+    message = "the endpoint failed"
+    try:
+        with open(folder / "log.jsonl") as f:
+            for line in f:
+                if '"api_error"' in line:
+                    rec = json.loads(line)
+                    if rec.get("type") == "api_error":
+                        status = rec.get("status")
+                        text = str(rec.get("message") or "")[:200]
+                        message = f"HTTP {status}: {text}" if status else text
+    except (OSError, ValueError):
+        pass
+    return message

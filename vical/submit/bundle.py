@@ -100,8 +100,9 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 def collect_files(run_dir: Path) -> dict[str, bytes]:
     """The run files a bundle carries, keyed by their path inside ``bundle/``."""
     files: dict[str, bytes] = {"run/manifest.json": (run_dir / "manifest.json").read_bytes()}
+    keep = {f"{r.env}__{r.variant}__r{r.run_index}" for r in load_results(run_dir)}
     for ep in sorted((run_dir / "episodes").iterdir()):
-        if not (ep / "eval_result.json").exists():
+        if ep.name not in keep:  # unfinished, or ended by an infrastructure failure
             continue
         for name in EPISODE_FILES:
             p = ep / name

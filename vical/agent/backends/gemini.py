@@ -11,25 +11,35 @@ on (so the visible thought summary is logged) and either ``thinking_level``
 (``minimal``/``low``/``medium``/``high``) or, for a number,
 ``thinking_budget`` in tokens. ``extra_body`` is merged into the REST body
 by the SDK (``http_options.extra_body``). The SDK's own retries are off; the
-protocol retries. The key is read from ``GEMINI_API_KEY`` by default.
+protocol retries; ``request_timeout`` becomes ``http_options.timeout`` (in
+milliseconds). The key is read from ``GEMINI_API_KEY`` by default.
+
+A status-200 body the SDK cannot read (not JSON, not UTF-8) or that holds
+neither ``candidates`` nor ``promptFeedback`` (empty, ``null``, ``{}``: the
+SDK returns an empty response object for those) is a retryable
+``malformed_reply`` failure, never an empty answer from the model.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from vical.agent.base import register_agent
 from vical.agent.protocol import (
+    CONNECTION,
     CONTEXT_LENGTH,
     FATAL,
     RETRYABLE,
+    TIMEOUT,
     ApiFailure,
     Media,
     Message,
     ProtocolAgent,
     Reply,
     looks_like_context_error,
+    malformed_reply,
     parse_retry_after,
 )
 
@@ -54,15 +64,17 @@ def gemini_failure(exc: Exception) -> ApiFailure | None:
             return ApiFailure(RETRYABLE, message, status, retry_after)
         return ApiFailure(FATAL, message, status, retry_after)
     try:
-        import httpx2
-
-        transport: tuple[type, ...] = (httpx2.TransportError,)
+        import httpx2 as httpx_mod
     except ImportError:  # older SDKs use httpx
-        import httpx
-
-        transport = (httpx.TransportError,)
-    if isinstance(exc, transport | (ConnectionError, TimeoutError)):
-        return ApiFailure(RETRYABLE, f"{type(exc).__name__}: {exc}")
+        import httpx as httpx_mod  # type: ignore[no-redef]
+    if isinstance(exc, httpx_mod.TimeoutException | TimeoutError):
+        return ApiFailure(RETRYABLE, f"{type(exc).__name__}: {exc}", reason=TIMEOUT)
+    if isinstance(exc, httpx_mod.TransportError | ConnectionError):
+        return ApiFailure(RETRYABLE, f"{type(exc).__name__}: {exc}", reason=CONNECTION)
+    if isinstance(exc, UnicodeDecodeError):
+        return malformed_reply(f"the body is not UTF-8 text ({exc.reason})")
+    if isinstance(exc, json.JSONDecodeError):
+        return malformed_reply(f"the body is not JSON ({exc.msg} at char {exc.pos})")
     return None
 
 
@@ -89,14 +101,15 @@ class GeminiAgent(ProtocolAgent):
     default_key_env = "GEMINI_API_KEY"
     default_endpoint = None
     demo_transport = "video"
+    api_label = "a Gemini generateContent"
 
     def make_client(self, api_key: str) -> Any:
         from google import genai
         from google.genai import types
 
         http: dict[str, Any] = {"retry_options": types.HttpRetryOptions(attempts=1)}
-        if self.endpoint:
-            http["base_url"] = self.endpoint
+        if self._raw_endpoint:
+            http["base_url"] = self._raw_endpoint
         if self.request_timeout is not None:
             http["timeout"] = int(self.request_timeout * 1000)  # milliseconds
         return genai.Client(api_key=api_key, http_options=types.HttpOptions(**http))
@@ -136,17 +149,23 @@ class GeminiAgent(ProtocolAgent):
         config = dict(payload.get("config") or {})
         if payload.get("extra_body"):
             config["http_options"] = types.HttpOptions(extra_body=payload["extra_body"])
+        gen_config = types.GenerateContentConfig(**config) if config else None
         try:
             resp = self._client.models.generate_content(
-                model=payload["model"],
-                contents=payload["contents"],
-                config=types.GenerateContentConfig(**config) if config else None,
+                model=payload["model"], contents=payload["contents"], config=gen_config
             )
         except Exception as e:
             failure = gemini_failure(e)
             if failure is None:
                 raise
             raise failure from e
+        if resp is None or (not resp.candidates and resp.prompt_feedback is None):
+            size = None
+            http = getattr(resp, "sdk_http_response", None)
+            if http is not None and http.headers:
+                size = http.headers.get("content-length") or http.headers.get("Content-Length")
+            body = f"a body of {size} bytes" if size is not None else "the body"
+            raise malformed_reply(f"{body} holds neither 'candidates' nor 'promptFeedback'")
         texts: list[str] = []
         thoughts: list[str] = []
         finish = None

@@ -12,6 +12,12 @@ for ``max_tokens`` on servers that predate ``max_completion_tokens``, for
 ``seed``, or for provider-specific fields). The SDK's own retries are off;
 the protocol retries. Visible reasoning is read from ``reasoning_content``
 (vLLM, SGLang, DeepSeek) or ``reasoning`` (OpenRouter, Ollama) on the message.
+
+Requests go through the SDK's ``with_raw_response`` so that the body of a
+status-200 reply can be checked before the SDK reads it: a body that is not
+UTF-8, not JSON, not an object or has no ``choices`` (the SDK would return a
+plain string, ``None`` or an empty model, or raise ``JSONDecodeError``) is a
+retryable ``malformed_reply`` failure, never the model's answer.
 """
 
 from __future__ import annotations
@@ -21,16 +27,21 @@ from typing import Any
 
 from vical.agent.base import register_agent
 from vical.agent.protocol import (
+    CONNECTION,
     CONTEXT_LENGTH,
     FATAL,
     RETRYABLE,
+    TIMEOUT,
     ApiFailure,
     Media,
     Message,
     ProtocolAgent,
     Reply,
+    check_json_body,
     data_url,
+    describe_body,
     looks_like_context_error,
+    malformed_reply,
     parse_retry_after,
 )
 
@@ -51,9 +62,15 @@ def openai_failure(exc: Exception) -> ApiFailure | None:
         if status in _RETRY_STATUS or status >= 500:
             return ApiFailure(RETRYABLE, message, status, retry_after)
         return ApiFailure(FATAL, message, status, retry_after)
-    if isinstance(exc, openai.APIConnectionError):  # includes timeouts
-        return ApiFailure(RETRYABLE, f"{type(exc).__name__}: {exc}", None, None)
-    if isinstance(exc, openai.APIResponseValidationError | openai.APIError):
+    if isinstance(exc, openai.APITimeoutError):
+        return ApiFailure(RETRYABLE, f"{type(exc).__name__}: {exc}", reason=TIMEOUT)
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__
+        detail = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+        return ApiFailure(RETRYABLE, f"{type(exc).__name__}: {exc}{detail}", reason=CONNECTION)
+    if isinstance(exc, openai.APIResponseValidationError):
+        return malformed_reply(f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, openai.APIError):
         return ApiFailure(FATAL, f"{type(exc).__name__}: {exc}", None, None)
     return None
 
@@ -62,11 +79,35 @@ def make_openai_client(agent: ProtocolAgent, api_key: str) -> Any:
     import openai
 
     kwargs: dict[str, Any] = {"api_key": api_key, "max_retries": 0}
-    if agent.endpoint:
-        kwargs["base_url"] = agent.endpoint
+    if agent._raw_endpoint:
+        kwargs["base_url"] = agent._raw_endpoint
     if agent.request_timeout is not None:
         kwargs["timeout"] = agent.request_timeout
     return openai.OpenAI(**kwargs)
+
+
+def call_openai(create: Any, needs: str, **kwargs: Any) -> Any:
+    """Call an SDK ``with_raw_response`` method and return the parsed reply.
+
+    SDK and transport errors become :class:`ApiFailure`; a status-200 body that
+    is not a JSON object holding the field ``needs`` becomes a
+    ``malformed_reply`` failure instead of a string, ``None`` or an exception
+    from deep inside the SDK.
+    """
+    try:
+        raw = create(**kwargs)
+    except Exception as e:
+        failure = openai_failure(e)
+        if failure is None:
+            raise
+        raise failure from e
+    http = raw.http_response
+    content, ctype = http.content, http.headers.get("content-type")
+    check_json_body(content, ctype, needs)
+    try:
+        return raw.parse()
+    except ValueError as e:  # what the SDK raises on a body it cannot read
+        raise malformed_reply(f"{type(e).__name__} ({describe_body(content, ctype)})") from e
 
 
 def _usage_from(u: Any) -> dict[str, int]:
@@ -103,6 +144,7 @@ class OpenAIChatAgent(ProtocolAgent):
     default_endpoint = None  # the SDK's default, https://api.openai.com/v1
     demo_transport = "frames"
     max_tokens_field = "max_completion_tokens"
+    api_label = "an OpenAI chat completions"
 
     def make_client(self, api_key: str) -> Any:
         return make_openai_client(self, api_key)
@@ -153,19 +195,22 @@ class OpenAIChatAgent(ProtocolAgent):
     # -- sending ------------------------------------------------------------------
     def send(self, payload: dict[str, Any]) -> Reply:
         extra = {k: v for k, v in payload.items() if k not in ("model", "messages")}
-        try:
-            resp = self._client.chat.completions.create(
-                model=payload["model"], messages=payload["messages"], extra_body=extra or None
-            )
-        except Exception as e:
-            failure = openai_failure(e)
-            if failure is None:
-                raise
-            raise failure from e
-        if not resp.choices:
+        resp = call_openai(
+            self._client.chat.completions.with_raw_response.create,
+            "choices",
+            model=payload["model"],
+            messages=payload["messages"],
+            extra_body=extra or None,
+        )
+        choices = getattr(resp, "choices", None)
+        if not isinstance(choices, list):
+            raise malformed_reply(f"'choices' is {type(choices).__name__}, not a list")
+        if not choices:
             return Reply(text="", usage=_usage_from(resp.usage), model=resp.model)
-        choice = resp.choices[0]
-        msg = choice.message
+        choice = choices[0]
+        msg = getattr(choice, "message", None)
+        if msg is None or not isinstance(getattr(msg, "content", None), str | None):
+            raise malformed_reply("the first choice holds no message with text content")
         return Reply(
             text=msg.content or "",
             reasoning=_reasoning_from(msg),

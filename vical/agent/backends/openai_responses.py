@@ -7,7 +7,9 @@ sentence saying they are the frames of video *i*. Options:
 ``temperature``, ``max_output_tokens``, ``reasoning: {"effort": …}`` when
 set, then ``extra_body`` merged on top. Visible reasoning is the text of
 ``reasoning`` output items (their summaries, or their content where a server
-returns it).
+returns it). A status-200 body that is not a JSON object with an ``output``
+field is a retryable ``malformed_reply`` failure (see
+:func:`vical.agent.backends.openai_chat.call_openai`).
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vical.agent.backends.openai_chat import make_openai_client, openai_failure
+from vical.agent.backends.openai_chat import call_openai, make_openai_client
 from vical.agent.base import register_agent
-from vical.agent.protocol import Media, Message, ProtocolAgent, Reply, data_url
+from vical.agent.protocol import Media, Message, ProtocolAgent, Reply, data_url, malformed_reply
 
 
 def _usage_from(u: Any) -> dict[str, int]:
@@ -44,6 +46,7 @@ class OpenAIResponsesAgent(ProtocolAgent):
     default_key_env = "OPENAI_API_KEY"
     default_endpoint = None
     demo_transport = "frames"
+    api_label = "an OpenAI Responses API"
 
     def make_client(self, api_key: str) -> Any:
         return make_openai_client(self, api_key)
@@ -80,18 +83,19 @@ class OpenAIResponsesAgent(ProtocolAgent):
 
     def send(self, payload: dict[str, Any]) -> Reply:
         extra = {k: v for k, v in payload.items() if k not in ("model", "input")}
-        try:
-            resp = self._client.responses.create(
-                model=payload["model"], input=payload["input"], extra_body=extra or None
-            )
-        except Exception as e:
-            failure = openai_failure(e)
-            if failure is None:
-                raise
-            raise failure from e
+        resp = call_openai(
+            self._client.responses.with_raw_response.create,
+            "output",
+            model=payload["model"],
+            input=payload["input"],
+            extra_body=extra or None,
+        )
+        output = getattr(resp, "output", None)
+        if not isinstance(output, list):
+            raise malformed_reply(f"'output' is {type(output).__name__}, not a list")
         texts: list[str] = []
         thoughts: list[str] = []
-        for item in resp.output or []:
+        for item in output:
             kind = getattr(item, "type", None)
             if kind == "message":
                 for c in getattr(item, "content", None) or []:

@@ -1,0 +1,235 @@
+"""Worker pools that stop when asked and never outlive their parent.
+
+Every command that fans work out over processes (``eval``, ``baseline random``,
+``verify``) runs it through :func:`run_pool`, which gives them one behaviour:
+
+* workers ignore SIGINT (the terminal sends Ctrl-C to the whole process
+  group); only the parent decides what an interrupt means;
+* on Linux each worker asks the kernel for SIGKILL when its parent dies
+  (``PR_SET_PDEATHSIG``), so ``kill -9`` of the main process leaves no
+  worker behind writing into a run folder;
+* the first SIGINT or SIGTERM stops scheduling, terminates the workers
+  (SIGTERM, then SIGKILL after a short grace) and raises
+  :class:`Interrupted` in the parent within a few seconds; work already
+  reported through ``on_result`` is kept;
+* a second signal kills the workers and exits the process at once with
+  status 130, without a traceback.
+
+A worker that dies (killed, out of memory) surfaces as an error for the jobs
+it held, never as a hang.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Any, TypeVar
+
+J = TypeVar("J")
+
+_PR_SET_PDEATHSIG = 1
+GRACE_SECONDS = 2.0
+
+
+class Interrupted(Exception):
+    """The parent received SIGINT/SIGTERM; scheduling stopped and workers are gone."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this process when its parent exits (Linux only)."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    # the parent may already be gone between fork and prctl
+    if os.getppid() == 1:
+        os._exit(1)
+
+
+def _worker_init(extra: Callable[[], None] | None) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    die_with_parent()
+    if extra is not None:
+        extra()
+
+
+class _Signals:
+    """Parent-side SIGINT/SIGTERM handling while a pool runs."""
+
+    def __init__(self, on_second: Callable[[], None]):
+        self.received: int | None = None
+        self.event = threading.Event()
+        self._on_second = on_second
+        self._old: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.received is not None:
+            self._on_second()
+            with contextlib.suppress(OSError):
+                os.write(2, b"\nstopped.\n")
+            os._exit(130)
+        self.received = signum
+        self.event.set()
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            for s in (signal.SIGINT, signal.SIGTERM):
+                self._old[s] = signal.signal(s, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for s, h in self._old.items():
+            signal.signal(s, h)
+
+
+def _kill(pids: Iterable[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def _pids(pool: ProcessPoolExecutor) -> list[int]:
+    procs = getattr(pool, "_processes", None) or {}
+    return [p.pid for p in list(procs.values()) if p.pid]
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    pids = _pids(pool)
+    _kill(pids, signal.SIGTERM)
+    deadline = time.monotonic() + GRACE_SECONDS
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+    _kill([p.pid for p in procs if p.is_alive() and p.pid], signal.SIGKILL)
+    for p in procs:
+        p.join(1.0)
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def run_pool(
+    fn: Callable[[J], Any],
+    jobs: Iterable[J],
+    workers: int,
+    on_result: Callable[[J, Any, BaseException | None], bool | None],
+    *,
+    initializer: Callable[[], None] | None = None,
+    on_abort: Callable[[], None] | None = None,
+) -> bool:
+    """Run ``fn(job)`` for each job on ``workers`` processes (in-process when 1).
+
+    ``on_result(job, value, error)`` is called in the parent as each job ends;
+    returning ``False`` stops scheduling new jobs (jobs in flight finish and
+    are reported). Returns True when every job was scheduled, False when
+    ``on_result`` stopped it early. Raises :class:`Interrupted` on the first
+    SIGINT/SIGTERM (see the module docstring). ``on_abort`` runs, after the
+    workers are dead, when a second signal makes the process exit at once
+    (e.g. to remove half-written output).
+    """
+    queue: Iterator[J] = iter(jobs)
+    if workers <= 1:
+        return _run_inline(fn, queue, on_result, on_abort)
+    pool = ProcessPoolExecutor(
+        max_workers=workers, initializer=_worker_init, initargs=(initializer,)
+    )
+    pending: dict[Future, J] = {}
+    stopped = False
+
+    def kill_now() -> None:
+        pids = _pids(pool)
+        _kill(pids, signal.SIGKILL)
+        for pid in pids:  # reap them, so nothing writes after this returns
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, 0)
+        if on_abort is not None:
+            with contextlib.suppress(Exception):
+                on_abort()
+
+    with _Signals(kill_now) as sig:
+        try:
+
+            def top_up() -> None:
+                while not stopped and sig.received is None and len(pending) < 2 * workers:
+                    job = next(queue, None)
+                    if job is None:
+                        return
+                    pending[pool.submit(fn, job)] = job
+
+            top_up()
+            while pending:
+                done, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                if sig.received is not None:
+                    raise Interrupted(sig.received)
+                for fut in done:
+                    job = pending.pop(fut)
+                    err = fut.exception()
+                    if on_result(job, None if err else fut.result(), err) is False:
+                        stopped = True
+                top_up()
+            if sig.received is not None:
+                raise Interrupted(sig.received)
+        except BaseException:
+            _terminate(pool)
+            raise
+        pool.shutdown(wait=True)
+    return not stopped
+
+
+def _run_inline(
+    fn: Callable[[J], Any],
+    queue: Iterator[J],
+    on_result: Callable[[J, Any, BaseException | None], bool | None],
+    on_abort: Callable[[], None] | None = None,
+) -> bool:
+    """One job at a time in this process: Ctrl-C interrupts the job itself."""
+
+    class _Stop(BaseException):
+        pass
+
+    received: list[int] = []
+
+    def handle(signum: int, frame: Any) -> None:
+        if received:
+            if on_abort is not None:
+                with contextlib.suppress(Exception):
+                    on_abort()
+            with contextlib.suppress(OSError):
+                os.write(2, b"\nstopped.\n")
+            os._exit(130)
+        received.append(signum)
+        raise _Stop
+
+    old: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for s in (signal.SIGINT, signal.SIGTERM):
+            old[s] = signal.signal(s, handle)
+    try:
+        for job in queue:
+            try:
+                value = fn(job)
+            except _Stop:
+                raise
+            except Exception as e:
+                if on_result(job, None, e) is False:
+                    return False
+            else:
+                if on_result(job, value, None) is False:
+                    return False
+        return True
+    except _Stop:
+        raise Interrupted(received[0]) from None
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
