@@ -100,3 +100,47 @@ def test_rebuilt_folder_never_loads_stale_rows(tmp_path, monkeypatch):
     assert len(load_dataset_folder(out)) == 1
     build_dataset(out, "taxi/state1,taxi/state2,cartpole/seed41")
     assert len(load_dataset_folder(out)) == 3
+
+
+@pytest.mark.parametrize("times", [1, 2])
+def test_sigint_leaves_no_half_written_dataset(tmp_path, times):
+    """Ctrl-C mid-build: exit 130, no temporary sibling, the old folder untouched."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "ds"
+    out.mkdir()
+    (out / "marker").write_text("previous build")
+    env = {**os.environ, "VICAL_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    cmd = [
+        sys.executable, "-m", "vical.cli", "dataset", "build", "--out", str(out),
+        "--tasks", "taxi/*,cliffwalking/*,cartpole/*,lavacrossing/*",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        deadline = time.time() + 60
+        while not list(tmp_path.glob(".ds-*/videos/*.mp4")):  # rendering has started
+            assert time.time() < deadline and proc.poll() is None, "the build never started"
+            time.sleep(0.02)
+        t0 = time.time()
+        os.killpg(proc.pid, signal.SIGINT)
+        for _ in range(times - 1):
+            time.sleep(0.1)
+            os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=10)
+        took = time.time() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    err = err.decode()
+    assert proc.returncode == 130 and took < 10, (proc.returncode, took, err)
+    assert "Traceback" not in err, err
+    if times == 1:
+        assert "left as it was" in err
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "cache") == ["ds"]
+    assert [p.name for p in out.iterdir()] == ["marker"]

@@ -409,3 +409,175 @@ def test_progress_line_fits_80_columns(tmp_path):
     for line in re.split(r"[\r\n]", re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", r.stderr)):
         assert len(line) <= 80, line
         assert "…" not in line, line
+
+
+# ------------------------------------------------------------------ infrastructure failures
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _eval_api(endpoint: str, out: Path, tasks: str, *extra: str, env=None, timeout=120):
+    cmd = _vical(
+        "eval", "--backend", "openai-chat", "--endpoint", endpoint, "--model", "first",
+        "--tasks", tasks, "--out", str(out), "-j", "1", "--no-report", *extra,
+    )  # fmt: skip
+    t0 = time.time()
+    r = subprocess.run(cmd, env=env or ENV, capture_output=True, text=True, timeout=timeout)
+    return r, time.time() - t0
+
+
+def _error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+def test_a_closed_port_fails_at_once_with_one_line_naming_the_endpoint(tmp_path):
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    r, took = _eval_api(url, tmp_path / "run", "taxi/state1")
+    assert r.returncode == 2 and took < 30, r.stderr
+    (line,) = _error_lines(r.stderr)
+    assert url in line and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "run" / "episodes").exists()
+
+
+def test_a_server_failing_every_request_fails_the_preflight(tmp_path):
+    with BaselineServer() as srv:
+        cmd = _vical(
+            "eval", "--backend", "openai-chat", "--endpoint", srv.openai_base_url,
+            "--model", "fault-500", "--tasks", "taxi/state1", "--out", str(tmp_path / "r"),
+        )  # fmt: skip
+        t0 = time.time()
+        r = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and time.time() - t0 < 30, r.stderr
+        (line,) = _error_lines(r.stderr)
+        assert srv.openai_base_url in line and "500" in line
+
+
+def _results(out: Path) -> dict[str, str | None]:
+    from vical.run.results import load_all_results
+
+    return {episode_name(r.task_id, r.run_index): r.failure_mode for r in load_all_results(out)}
+
+
+def test_failed_episodes_are_reported_and_exactly_they_are_re_run(tmp_path):
+    out = tmp_path / "run"
+    three = "taxi/state1,taxi/state2,cliffwalking/base"
+    with BaselineServer(retry_after=0.1) as srv:
+        r, _ = _eval_api(srv.openai_base_url, out, "taxi/state1")
+        assert r.returncode == 0, r.stderr
+        first = (out / "episodes" / "taxi__state1__r0" / "eval_result.json").read_bytes()
+        srv.fault_rate, srv.fault_kinds = 1.0, ("500", "not-json", "binary", "html")
+        r, took = _eval_api(srv.openai_base_url, out, three, "--transport-retries", "1")
+        assert r.returncode == 1 and took < 60, r.stderr
+        assert "2 episode(s) ended in an infrastructure failure" in r.stderr
+        assert r.stderr.count("infrastructure failure taxi__state2__r0") == 1
+        failed = {k for k, v in _results(out).items() if v == "api_error"}
+        assert failed == {"taxi__state2__r0", "cliffwalking__base__r0"}
+        assert load_results(out)[0].task_id == "taxi/state1"  # not results
+        # the report keeps them apart
+        rep = subprocess.run(
+            _vical("report", str(out)), env=ENV, capture_output=True, text=True, timeout=120
+        )
+        assert rep.returncode == 0, rep.stderr
+        doc = json.loads((out / "report.json").read_text())
+        (eps,) = doc["infrastructure_failures"].values()
+        assert {e["episode"] for e in eps} == failed
+        # the server is fixed: the same command re-runs exactly the failed episodes
+        srv.fault_rate = 0.0
+        n_before = len(srv.requests)
+        r, _ = _eval_api(srv.openai_base_url, out, three, "--transport-retries", "1")
+        assert r.returncode == 0, r.stderr
+        assert "retried 2 episode(s)" in r.stderr and "2 episodes run" in r.stdout
+        assert "1 already finished" in r.stdout
+        assert set(_results(out).values()) <= {None, "timeout", "early_termination"}
+        assert (out / "episodes" / "taxi__state1__r0" / "eval_result.json").read_bytes() == first
+        assert sorted(p.name.rsplit(".", 1)[0] for p in (out / "failed-attempts").iterdir()) == (
+            sorted(failed)
+        )
+        assert len(srv.requests) > n_before
+
+
+def test_no_retry_errors_keeps_infrastructure_failures(tmp_path):
+    out = tmp_path / "run"
+    with BaselineServer(fault_rate=1.0, fault_kinds=("500",)) as srv:
+        r, _ = _eval_api(srv.openai_base_url, out, "taxi/state1", "--transport-retries", "0")
+        assert r.returncode == 1
+        srv.fault_rate = 0.0
+        r, _ = _eval_api(srv.openai_base_url, out, "taxi/state1", "--no-retry-errors")
+        assert "0 episodes run" in r.stdout and "1 already finished" in r.stdout
+        assert _results(out) == {"taxi__state1__r0": "api_error"}
+
+
+def test_the_circuit_breaker_stops_the_run(tmp_path):
+    out = tmp_path / "run"
+    with BaselineServer(fault_rate=1.0, fault_kinds=("500",)) as srv:
+        r, took = _eval_api(
+            srv.openai_base_url, out, "taxi/*", "--runs", "2", "--transport-retries", "0",
+            "--max-consecutive-errors", "3",
+        )  # fmt: skip
+        assert r.returncode == 1 and took < 60
+        assert "stopped after 3 infrastructure failures in a row (7 episode(s) not started)" in (
+            r.stderr.replace("\n", " ")
+        )
+        assert len(_results(out)) == 3
+
+
+@pytest.mark.parametrize("kind", ["hang", "429"])
+def test_a_silent_server_or_a_day_long_retry_after_ends_within_the_bound(tmp_path, kind):
+    """A never-replying server costs request-timeout x (retries + 1); a Retry-After above
+    --max-retry-after is not waited for. Either way: an infrastructure failure, reported."""
+    out = tmp_path / "run"
+    with BaselineServer(fault_rate=1.0, fault_kinds=(kind,), retry_after=86400) as srv:
+        r, took = _eval_api(
+            srv.openai_base_url, out, "taxi/state1", "--request-timeout", "1",
+            "--transport-retries", "1", "--max-retry-after", "60",
+        )  # fmt: skip
+        assert r.returncode == 1 and took < 30, r.stderr
+        assert "infrastructure failure" in r.stderr
+        assert _results(out) == {"taxi__state1__r0": "api_error"}
+        log = (out / "episodes" / "taxi__state1__r0" / "log.jsonl").read_text()
+        errors = [json.loads(x) for x in log.splitlines() if '"api_error"' in x]
+        errors = [e for e in errors if e.get("type") == "api_error"]
+        if kind == "429":
+            assert len(errors) == 1 and "86400" in errors[0]["gave_up"]
+        else:
+            assert len(errors) == 2 and all(e["reason"] == "timeout" for e in errors)
+
+
+def test_secrets_reach_no_file_of_a_run_or_its_bundle(tmp_path):
+    """A key echoed back by a 401 and credentials in the endpoint URL are redacted from
+    every file the run writes and every file of its bundle."""
+    import tarfile
+
+    key, password = "sk-test-VERYSECRET-0123456789", "hunter2-pass"
+    out = tmp_path / "run"
+    env = {**ENV, "MY_KEY": key}
+    with BaselineServer() as srv:
+        url = srv.openai_base_url.replace("http://", f"http://alice:{password}@")
+        extra = ("--api-key-env", "MY_KEY")
+        r, _ = _eval_api(url, out, "taxi/state1", *extra, env=env)
+        assert r.returncode == 0, r.stderr
+        srv.fault_rate, srv.fault_kinds = 1.0, ("401-echo",)
+        r, _ = _eval_api(url, out, "taxi/state1,taxi/state2", *extra, env=env)
+        assert r.returncode == 1
+        echoed = [e for e in srv.requests if e.get("fault") == "401-echo"]
+        assert echoed, "the server must have echoed the key"
+        subprocess.run(_vical("keygen", "--out", str(tmp_path / "k")), env=ENV, check=True,
+                       capture_output=True)  # fmt: skip
+        b = subprocess.run(
+            _vical("submit", str(out), "--key", str(tmp_path / "k"), "--partial",
+                   "--out", str(tmp_path / "b.tar.gz")),
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert b.returncode == 0, b.stderr
+    texts = [p.read_bytes() for p in out.rglob("*") if p.is_file()]
+    with tarfile.open(tmp_path / "b.tar.gz") as tar:
+        texts += [tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()]
+    texts += [r.stdout.encode(), r.stderr.encode(), b.stdout.encode(), b.stderr.encode()]
+    for blob in texts:
+        assert key.encode() not in blob and password.encode() not in blob
+    assert any(b"alice" not in t and b"127.0.0.1" in t for t in texts)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from vical.spec import TaskSpecError, load_env_file, load_envs, select_tasks
+from vical.spec import TaskSpec, TaskSpecError, load_env_file, load_envs, select_tasks
 
 LOADED = load_envs()
 ENV_KEYS = sorted(LOADED)
@@ -94,3 +97,156 @@ def test_select_tasks_patterns():
     assert len(select_tasks("taxi")) == 5
     with pytest.raises(TaskSpecError, match="matches no task"):
         select_tasks("nope/*")
+
+
+# -- task files against the installed simulators (vical.envs.checks) ---------------
+TASKS = Path(__file__).parents[1] / "vical" / "tasks"
+
+
+def _copy(tmp_path: Path, env: str, mutate=None) -> Path:
+    """A copy of a real task file in tmp_path, changed by ``mutate`` (a dict edit)."""
+    data = yaml.safe_load((TASKS / f"{env}.yaml").read_text())
+    if mutate is not None:
+        mutate(data)
+    p = tmp_path / f"{env}.yaml"
+    p.write_text(yaml.safe_dump(data, sort_keys=False))
+    return p
+
+
+def _load_error(p: Path) -> str:
+    with pytest.raises(TaskSpecError) as e:
+        load_env_file(p)
+    return str(e.value)
+
+
+def test_non_utf8_file_names_the_file(tmp_path):
+    p = tmp_path / "taxi.yaml"
+    p.write_bytes((TASKS / "taxi.yaml").read_bytes()[:40] + b"\xff\xfe\x00\x81 binary")
+    msg = _load_error(p)
+    assert msg.startswith(f"{p}: ") and "not UTF-8" in msg and "0xff" in msg
+
+
+def test_yaml_list_instead_of_mapping_names_the_file(tmp_path):
+    p = tmp_path / "taxi.yaml"
+    p.write_text(yaml.safe_dump([yaml.safe_load((TASKS / "taxi.yaml").read_text())]))
+    msg = _load_error(p)
+    assert msg.startswith(f"{p}: ") and "mapping" in msg and "found a list" in msg
+
+
+def test_unknown_gymnasium_sim_id_names_file_and_field(tmp_path):
+    p = _copy(tmp_path, "taxi", lambda d: d.__setitem__("sim_id", "Taxi-v999"))
+    msg = _load_error(p)
+    assert msg.startswith(f"{p}: field 'sim_id': 'Taxi-v999' is not a registered gymnasium")
+    assert "did you mean" in msg and "Taxi-v4" in msg
+
+
+def test_unknown_package_names_file_and_field(tmp_path):
+    p = _copy(tmp_path, "taxi", lambda d: d.__setitem__("package", "nosuchpkg"))
+    msg = _load_error(p)
+    assert msg.startswith(f"{p}: field 'package': 'nosuchpkg' is not an installed distribution")
+    assert "'gymnasium'" in msg
+
+
+def test_installed_package_of_another_family_is_rejected(tmp_path):
+    p = _copy(tmp_path, "cartpole", lambda d: d.__setitem__("package", "vical"))
+    msg = _load_error(p)
+    assert str(p) in msg and "'package'" in msg and "runs on 'gymnasium'" in msg
+
+
+def test_action_index_outside_the_action_space_names_file_and_field(tmp_path):
+    p = _copy(tmp_path, "taxi", lambda d: d["actions"].__setitem__("Pickup", 99))
+    msg = _load_error(p)
+    assert msg.startswith(f"{p}: field 'actions.Pickup': native action 99")
+    assert "Discrete(6)" in msg and "Dropoff" not in msg  # only the bad entry is reported
+
+
+def test_noop_outside_the_action_space_is_rejected(tmp_path):
+    p = _copy(tmp_path, "mountaincar", lambda d: d.__setitem__("noop", 3))
+    msg = _load_error(p)
+    assert str(p) in msg and "field 'noop'" in msg and "Discrete(3)" in msg
+
+
+@pytest.mark.parametrize(
+    ("env", "mutate", "field"),
+    [
+        ("pong", lambda d: d["actions"].__setitem__("Up", "JUMP"), "'actions.Up'"),
+        ("pong", lambda d: d["env_kwargs"].__setitem__("game", "Pongg"), "'env_kwargs.game'"),
+        ("pong", lambda d: d.__setitem__("sim_id", "ALE/Tennis-v5"), "'sim_id'"),
+        ("pong", lambda d: d.__setitem__("sim_id", "ALE/Pongg-v5"), "'sim_id'"),
+        ("bigfish", lambda d: d["actions"].__setitem__("Up", 99), "'actions.Up'"),
+        ("breakout", lambda d: d["actions"].__setitem__("Left", 7), "'actions.Left'"),
+        ("breakout", lambda d: d.__setitem__("sim_id", "vical.envs.breakout.Nope"), "'sim_id'"),
+    ],
+)
+def test_load_time_checks_of_other_families(tmp_path, env, mutate, field):
+    pytest.importorskip("ale_py")
+    p = _copy(tmp_path, env, mutate)
+    msg = _load_error(p)
+    assert msg.startswith(f"{p}: field {field}: ")
+
+
+def test_load_envs_of_a_tasks_dir_reports_the_bad_file(tmp_path):
+    _copy(tmp_path, "cartpole")
+    bad = _copy(tmp_path, "taxi", lambda d: d.__setitem__("sim_id", "Taxi-v999"))
+    with pytest.raises(TaskSpecError, match=f"^{bad}: field 'sim_id'"):
+        load_envs(tmp_path)
+
+
+def test_cli_reports_a_bad_task_dir_in_one_line(tmp_path):
+    _copy(tmp_path, "taxi", lambda d: d.__setitem__("sim_id", "Taxi-v999"))
+    env = {**os.environ, "VICAL_TASKS_DIR": str(tmp_path)}
+    r = subprocess.run(
+        [sys.executable, "-m", "vical.cli", "tasks", "list"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr
+    assert lines[0].startswith(f"error: {tmp_path / 'taxi.yaml'}: field 'sim_id'")
+
+
+@pytest.mark.parametrize(
+    ("env", "mutate", "field"),
+    [
+        ("flappybird", lambda d: d.__setitem__("sim_id", "FlappyBird-v9"), "'sim_id'"),
+        ("heist", lambda d: d.__setitem__("sim_id", "heist2"), "'sim_id'"),
+        ("lavacrossing", lambda d: d["actions"].__setitem__("Done", 99), "'actions.Done'"),
+    ],
+)
+def test_slow_registries_are_checked_when_the_game_is_made(tmp_path, env, mutate, field):
+    """Families whose registry is slow to import load, then fail before the first episode."""
+    from vical.envs import make_env
+
+    spec = load_env_file(_copy(tmp_path, env, mutate))
+    with pytest.raises(TaskSpecError) as e:
+        make_env(TaskSpec(env=spec, variant=spec.tasks[0]))
+    assert str(e.value).startswith(f"{env}.yaml: field {field}: ")
+
+
+def test_missing_optional_simulator_loads_but_cannot_be_made(tmp_path, monkeypatch):
+    """The sims extra is optional: listing tasks works without it, making a game says why not."""
+    from vical.envs import checks, make_env
+
+    real = checks.installed
+    monkeypatch.setattr(checks, "installed", lambda dist: dist != "ale-py" and real(dist))
+    spec = load_env_file(_copy(tmp_path, "pong", lambda d: d["actions"].__setitem__("Up", 99)))
+    with pytest.raises(TaskSpecError, match=r"^pong\.yaml: field 'package': 'ale-py' is not"):
+        make_env(TaskSpec(env=spec, variant=spec.tasks[0]))
+
+
+@pytest.mark.parametrize("env_key", ENV_KEYS)
+def test_every_real_env_passes_the_simulator_checks(env_key):
+    """Every shipped task file fits the installed simulators, slow registries included,
+    and its vocabulary fits the action space of the game actually built."""
+    from vical.envs import checks, make_adapter
+
+    spec = LOADED[env_key]
+    checks.check_env(spec, TASKS / f"{env_key}.yaml", deep=True)
+    if spec.family not in checks.LOAD_TIME_ACTIONS:
+        adapter = make_adapter(TaskSpec(env=spec, variant=spec.tasks[0]))
+        adapter.close()
+    else:
+        assert checks.native_space(spec.family, spec.sim_id) is not None

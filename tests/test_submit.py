@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
 
+from vical import __version__
 from vical.run import run_eval
 from vical.spec import select_tasks
 from vical.submit import leaderboard
@@ -229,3 +235,186 @@ def test_leaderboard_page_in_headless_chromium(setup, tmp_path, browser):
     assert ordered[-1] == "Human (paper)"
     page.screenshot(path=str(tmp_path / "board.png"))
     assert not errors
+
+
+# -- interrupts: verify and submit --endpoint -----------------------------------
+# enough episodes that replay with two workers lasts several seconds
+MANY = "taxi/*,cliffwalking/*,lavacrossing/*,cartpole/*,mountaincar/*,acrobot/*"
+
+
+def _procs_naming(text: str) -> list[int]:
+    """Live processes whose command line contains ``text`` (parent or workers)."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes()
+            state = (d / "stat").read_text().split(")")[-1].split()[0]
+        except OSError:
+            continue
+        if text.encode() in cmd and state != "Z":
+            pids.append(int(d.name))
+    return pids
+
+
+@pytest.fixture(scope="module")
+def big_bundle(tmp_path_factory):
+    d = tmp_path_factory.mktemp("big")
+    priv, pub = keygen(d / "keys" / "team")
+    run_eval(select_tasks(MANY), d / "run", runs=1, workers=2, progress=False, frames="none")
+    bundle = d / "big-bundle.tar.gz"
+    make_bundle(d / "run", priv, bundle, team="Team B", partial=True)
+    return bundle, pub
+
+
+@pytest.mark.parametrize("times", [1, 2])
+def test_sigint_stops_verify_without_leftovers(big_bundle, tmp_path, times):
+    bundle, pub = big_bundle
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = {**os.environ, "SDL_VIDEODRIVER": "dummy", "TMPDIR": str(tmpdir)}
+    cmd = [
+        sys.executable,
+        "-m",
+        "vical.cli",
+        "verify",
+        str(bundle),
+        "--pubkey",
+        str(pub),
+        "-j",
+        "2",
+    ]
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        # replay has started once the two forked workers (same command line) exist
+        deadline = time.time() + 60
+        while len(_procs_naming(str(bundle))) < 3:
+            assert time.time() < deadline and proc.poll() is None, "replay never started"
+            time.sleep(0.02)
+        time.sleep(0.3)
+        t0 = time.time()
+        os.killpg(proc.pid, signal.SIGINT)
+        for _ in range(times - 1):
+            time.sleep(0.1)
+            os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+        took = time.time() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    err = err.decode()
+    assert proc.returncode == 130 and took < 10, (proc.returncode, took, err)
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert "PASS" not in out.decode()  # it stopped before the end
+    if times == 1:
+        assert "run the same command again" in err
+    time.sleep(0.3)
+    assert _procs_naming(str(bundle)) == []
+    assert list(tmpdir.iterdir()) == []  # the vical-verify-* unpack folder is gone
+
+
+def test_replay_verdicts_in_bundle_order_with_workers(setup):
+    _, _, pub, bundle = setup
+    one = verify_bundle(bundle, pubkeys=[pub], workers=1, progress=False)
+    two = verify_bundle(bundle, pubkeys=[pub], workers=2, progress=False)
+    assert one.ok and two.ok
+    names = [e.episode for e in two.episodes]
+    assert names == [e.episode for e in one.episodes] == sorted(names)
+    assert len(names) == len(one.results) == 4
+
+
+def _docker_client():
+    """A Docker-SDK client that answers (Docker, or Podman's socket in DOCKER_HOST)."""
+    docker = pytest.importorskip("docker")
+    try:
+        client = docker.from_env(timeout=10)
+        client.ping()
+    except Exception as e:
+        pytest.skip(f"no container engine answers (set DOCKER_HOST to Podman's socket): {e}")
+    return client
+
+
+SUBMIT_IMAGE = os.environ.get("VICAL_IMAGE", f"localhost/vical:{__version__}")
+
+
+@pytest.mark.parametrize("times", [1, 2])
+def test_sigint_stops_and_removes_the_submit_container(tmp_path, times):
+    from vical.agent.server import BaselineServer
+
+    client = _docker_client()
+    try:
+        client.images.get(SUBMIT_IMAGE)
+    except Exception:
+        pytest.skip(f"image {SUBMIT_IMAGE} is not built (docker/build.sh)")
+    before = {c.id for c in client.containers.list(all=True)}
+    dataset = tmp_path / "dataset"
+    dataset.mkdir()
+    (dataset / "README.md").write_text("local dataset copy for the test\n")
+    priv, _ = keygen(tmp_path / "key")
+    with BaselineServer(delay=0.5) as srv:
+        cmd = [
+            sys.executable, "-m", "vical.cli", "submit", "--endpoint", srv.openai_base_url,
+            "--model", "random", "--dataset", str(dataset), "--key", str(priv),
+            "--out", str(tmp_path / "b.tar.gz"), "--tasks", "taxi/state1,cliffwalking/base",
+            "--workdir", str(tmp_path / "runs"), "--image", SUBMIT_IMAGE, "--team", "t",
+        ]  # fmt: skip
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+        )
+        try:
+            deadline = time.time() + 90
+            while srv.counts.total() < 2:  # the evaluation inside the container is running
+                assert time.time() < deadline and proc.poll() is None, "no request arrived"
+                time.sleep(0.05)
+            t0 = time.time()
+            os.killpg(proc.pid, signal.SIGINT)
+            for _ in range(times - 1):
+                time.sleep(0.2)
+                os.killpg(proc.pid, signal.SIGINT)
+            out, err = proc.communicate(timeout=15)
+            took = time.time() - t0
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    err = err.decode()
+    assert proc.returncode == 130 and took < 10, (proc.returncode, took, err)
+    assert "Traceback" not in err, err
+    if times == 1:
+        assert "container was stopped and removed" in err
+    assert not (tmp_path / "b.tar.gz").exists()
+    left = [c.name for c in client.containers.list(all=True) if c.id not in before]
+    assert left == [], f"containers left behind: {left}"
+
+
+def test_stop_container_stops_kills_and_removes_a_real_container():
+    """stop_container on a container whose main process ignores SIGTERM: it is
+    killed after the grace period and removed; a missing one is not an error."""
+    from vical.submit.container import stop_container
+
+    client = _docker_client()
+    image = next(
+        (i for i in ("localhost/vical-base:bookworm", SUBMIT_IMAGE) if _has_image(client, i)),
+        None,
+    )
+    if image is None:
+        pytest.skip("no local image to start a container from")
+    c = client.containers.create(
+        image, ["sh", "-c", "trap '' TERM; sleep 60"], entrypoint=[], name=None
+    )
+    c.start()
+    t0 = time.time()
+    stop_container(client, c.id, timeout=1)
+    assert time.time() - t0 < 8
+    assert c.id not in {x.id for x in client.containers.list(all=True)}
+    stop_container(client, c.id, timeout=1)  # already gone: no error
+
+
+def _has_image(client, name: str) -> bool:
+    try:
+        client.images.get(name)
+    except Exception:
+        return False
+    return True

@@ -7,6 +7,7 @@ import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 from rich.console import Console
@@ -40,6 +41,21 @@ def fail(msg: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def interrupted(msg: str) -> NoReturn:
+    """Leave after an interrupt whose cleanup is done: print ``msg``, exit 130.
+
+    Further SIGINT/SIGTERM are ignored from here on: Python restores the default
+    handlers while it exits, and a second Ctrl-C landing then would turn status
+    130 into death by signal.
+    """
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    err.print(f"\ninterrupted: {msg}", soft_wrap=True, highlight=False, markup=False)
+    raise typer.Exit(130)
+
+
 def _version(value: bool) -> None:
     if value:
         console.print(f"vical {__version__}")
@@ -58,6 +74,16 @@ def _root(
 # ---------------------------------------------------------------------------
 # tasks
 # ---------------------------------------------------------------------------
+def _envs():
+    """Every environment's spec, or one error line naming the bad task file."""
+    from vical.spec import TaskSpecError, load_envs
+
+    try:
+        return load_envs()
+    except TaskSpecError as e:
+        fail(str(e))
+
+
 def _select(patterns: str | None):
     from vical.spec import TaskSpecError, select_tasks
 
@@ -272,9 +298,8 @@ def tasks_make_init(
 ) -> None:
     """Re-run an environment's human-init generator and print (or check) its sequences."""
     from vical.envs.sheet import init_generator
-    from vical.spec import load_envs
 
-    envs = load_envs()
+    envs = _envs()
     if env not in envs:
         fail(f"unknown environment {env!r}; known: {', '.join(envs)}")
     gen = init_generator(envs[env])
@@ -368,13 +393,7 @@ def _run(
             max_consecutive_errors=max_consecutive_errors,
         )
     except (Interrupted, KeyboardInterrupt):
-        err.print(
-            f"\ninterrupted: finished episodes are kept in {out}; to resume, run {resume}",
-            soft_wrap=True,
-            highlight=False,
-            markup=False,
-        )
-        raise typer.Exit(130) from None
+        interrupted(f"finished episodes are kept in {out}; to resume, run {resume}")
     except ValueError as e:
         fail(str(e))
     _closing_summary(summary, out, resume)
@@ -382,7 +401,10 @@ def _run(
         _report([out], out)
     problems = []
     if not (summary.failed or summary.infra or summary.stopped_by_breaker):
-        console.print(f"next: vical report {out}  |  vical submit {out} --key <private key>")
+        nxt = f"vical submit {out} --key <private key from vical keygen>"
+        if not report:
+            nxt = f"vical report {out}, then {nxt}"
+        console.print(f"next: {nxt}", soft_wrap=True, highlight=False, markup=False)
     if summary.failed:
         problems.append(f"{len(summary.failed)} episode(s) crashed")
     if summary.infra:
@@ -407,7 +429,8 @@ def _closing_summary(summary, out: Path, resume: str) -> None:
         )
     counts = ", ".join(f"{n} {k}" for k, n in sorted(summary.outcomes.items()))
     console.print(
-        f"{summary.finished} episodes run ({counts or 'none'}), {summary.skipped} already finished"
+        f"{summary.finished} episodes run ({counts or 'none'}), {summary.skipped} already finished",
+        soft_wrap=True,
     )
     for name, why in summary.failed:
         err.print(f"[red]episode {name} crashed:[/] {why}")
@@ -511,6 +534,13 @@ def eval_cmd(
         help="Longest Retry-After (seconds) the run will honour; a longer one ends the "
         "decision as an infrastructure failure instead of waiting.",
     ),
+    transport_retries: int = typer.Option(
+        3,
+        "--transport-retries",
+        min=0,
+        help="Times one request is resent after a connection error, timeout, 429 or 5xx "
+        "(with backoff) before the episode ends as an infrastructure failure.",
+    ),
     preflight: bool = typer.Option(
         True,
         "--preflight/--no-preflight",
@@ -534,7 +564,7 @@ def eval_cmd(
     eval_result.json, log.jsonl (every request and reply), trajectory.png (one
     strip of the whole episode), media/ (the JPEGs sent to an API model, about
     10-40 kB each) and, with --frames, PNG frames. A random pass over all 342
-    tasks writes about 25 MB; an API pass adds the media (several hundred MB).
+    tasks writes about 35 MB; an API pass adds the media (roughly 0.5 GB).
     Ctrl-C stops the run within seconds, keeping finished episodes; the same
     command resumes it. Episodes that end because the endpoint failed are
     reported apart, make the command exit 1, and are re-run on resume.
@@ -568,6 +598,7 @@ def eval_cmd(
             rate_limit=rate_limit,
             request_timeout=request_timeout,
             max_retry_after=max_retry_after,
+            transport_retries=transport_retries,
         )
     out = out or _default_out(agent)
     _run(
@@ -638,7 +669,7 @@ def _report(
     from vical.paper import TABLE1_COLUMNS
 
     reports = [*doc["runs"], *([doc["random"]] if doc["random"] is not None else [])]
-    table = Table(title="V-ICAL results (S: score 0-100, P%: pass rate; Table 1 columns)")
+    table = Table(title="V-ICAL results")
     table.add_column("column")
     for r in reports:
         label = f"{r.name} (random ref.)" if r is doc["random"] else r.name
@@ -653,6 +684,7 @@ def _report(
             )
         table.add_row(c, *cells)
     console.print(table)
+    console.print("S: score 0-100, P%: pass rate, by Table 1 column")
     console.print("report written to " + ", ".join(str(p) for p in paths.values()))
 
 
@@ -749,22 +781,30 @@ def submit_cmd(
     if run is None:
         if not endpoint or not model:
             fail("give a RUN folder, or --endpoint and --model to evaluate in the pinned image")
+
+        from vical.run.pool import Interrupted
         from vical.submit import container
 
+        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+        workout = workdir / f"submit-{stamp}"
         try:
             load_private(key)  # fail before hours of evaluation, not after
             ds = container.fetch_dataset(dataset)
-            stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
             run = container.run_in_image(
                 endpoint=endpoint,
                 model=model,
                 backend=backend,
-                out=workdir / f"submit-{stamp}",
+                out=workout,
                 dataset=ds,
                 image=image or container.DEFAULT_IMAGE,
                 tasks=tasks,
                 api_key_env=api_key_env,
                 on_line=lambda line: console.print(line, markup=False, highlight=False),
+            )
+        except (Interrupted, KeyboardInterrupt):
+            kept = f"; episodes it finished are in {workout / 'run'}" if workout.exists() else ""
+            interrupted(
+                f"the evaluation container was stopped and removed{kept}; no bundle was written"
             )
         except (container.ContainerError, KeyError_) as e:
             fail(str(e))
@@ -871,10 +911,17 @@ def verify_cmd(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print every episode verdict."),
 ) -> None:
     """Check a bundle: safe unpack, signature, schema, coverage, then replay every episode."""
+
+    from vical.run.pool import Interrupted
     from vical.submit.verify import VerifyError, verify_bundle
 
     try:
         v = verify_bundle(bundle, pubkeys=pubkey or None, workers=workers)
+    except (Interrupted, KeyboardInterrupt):
+        interrupted(
+            f"verification only reads {bundle}, so nothing was changed; "
+            "run the same command again to verify it"
+        )
     except VerifyError as e:
         fail(f"{bundle}: {e}", code=1)
     if verbose:
@@ -941,10 +988,9 @@ def demos_make(
 ) -> None:
     """Re-run the expert tools for an environment and store its demo clips as data."""
     from vical.demos.make import make_demos, write_demos
-    from vical.spec import load_envs
 
-    if env not in load_envs():
-        fail(f"unknown environment {env!r}; known: {', '.join(load_envs())}")
+    if env not in _envs():
+        fail(f"unknown environment {env!r}; known: {', '.join(_envs())}")
     demos = make_demos(env)
     n = sum(len(v) for v in demos.values())
     console.print(f"{env}: {n} clip assignments over {len(demos)} tasks")
@@ -969,9 +1015,8 @@ def demos_pack(
     """
     from vical.demos.make import write_demos
     from vical.demos.packages import PackError, pack_stored
-    from vical.spec import load_envs
 
-    known = list(load_envs())
+    known = list(_envs())
     envs = env or known
     unknown = [e for e in envs if e not in known]
     if unknown:
@@ -1020,9 +1065,17 @@ def dataset_build(
     tasks: str = typer.Option(None, "--tasks", "-t", help="Task globs (default: every task)."),
 ) -> None:
     """Build the dataset folder (parquet rows, MP4 demos, card) loadable by datasets."""
-    from vical.dataset import build_dataset, verify_dataset
 
-    root = build_dataset(out, tasks)
+    from vical.dataset import build_dataset, verify_dataset
+    from vical.run.pool import Interrupted
+
+    try:
+        root = build_dataset(out, tasks)
+    except (Interrupted, KeyboardInterrupt):
+        interrupted(
+            f"the partial build was removed and {out} was left as it was; "
+            "run the same command again to build it"
+        )
     problems = verify_dataset(root)
     if problems:
         fail("; ".join(problems), code=1)

@@ -322,14 +322,51 @@ def _locate(err: dict[str, Any], data: Any) -> tuple[str | None, str]:
     return task_id, ".".join(str(x) for x in loc) or "<file>"
 
 
-def load_env_file(path: Path) -> EnvSpec:
-    """Load and validate one environment file, with errors naming file, task and field."""
+# libyaml's loader when PyYAML was built with it: the same documents, about five times
+# faster than the pure-Python one (all 37 files: 0.07 s instead of 0.36 s).
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _kind(data: Any) -> str:
+    """How a YAML document's top level reads, for an error message."""
+    if data is None:
+        return "nothing (the file is empty)"
+    if isinstance(data, list):
+        return "a list"
+    return f"a single {type(data).__name__} value"
+
+
+def read_env_file(path: Path) -> dict[str, Any]:
+    """A task file's YAML mapping, with errors naming the file."""
+    raw = Path(path).read_bytes()
     try:
-        data = yaml.safe_load(path.read_text())
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TaskSpecError(
+            f"{path}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}: "
+            f"{e.reason}); task files must be UTF-8 YAML"
+        ) from None
+    try:
+        data = yaml.load(text, Loader=_YAML_LOADER)
     except yaml.YAMLError as e:
         raise TaskSpecError(f"{path}: not valid YAML: {e}") from None
     if not isinstance(data, dict):
-        raise TaskSpecError(f"{path}: expected a mapping at top level")
+        raise TaskSpecError(
+            f"{path}: expected a mapping of fields (env: ..., sim_id: ...) at top level, "
+            f"found {_kind(data)}"
+        )
+    return data
+
+
+def load_env_file(path: Path) -> EnvSpec:
+    """Load and validate one environment file, with errors naming file, task and field.
+
+    Besides the file's shape this checks it against the installed simulators
+    (:func:`vical.envs.checks.check_env`): ``package``, ``sim_id`` where the
+    registry is cheap to read, and native actions where the action space is
+    known without building a game.
+    """
+    data = read_env_file(path)
     try:
         spec = EnvSpec.model_validate(data)
     except ValidationError as e:
@@ -344,6 +381,9 @@ def load_env_file(path: Path) -> EnvSpec:
         raise TaskSpecError(
             f"{path}: field 'env': value {spec.env!r} must equal the file name {path.stem!r}"
         )
+    from vical.envs.checks import check_env  # vical.envs imports this module
+
+    check_env(spec, path)
     return spec
 
 

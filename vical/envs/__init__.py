@@ -16,8 +16,9 @@ import os
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
+from vical.envs.checks import check_adapter_actions, check_simulator
 from vical.envs.core import Adapter, InvalidActionError, Step, VicalEnv, frame_sha256
-from vical.spec import TaskSpec, get_task
+from vical.spec import TaskSpec, TaskSpecError, get_task
 
 # family key (EnvSpec.family) -> module under vical.envs exposing make_adapter(task)
 FAMILIES: dict[str, str] = {
@@ -34,8 +35,22 @@ FAMILIES: dict[str, str] = {
 
 
 def make_adapter(task: TaskSpec) -> Adapter:
+    """The family's adapter for a task, after the checks that wait until a game is made.
+
+    Loading a task file checks what is cheap to check (:mod:`vical.envs.checks`);
+    here the slow registries (MiniGrid, Procgen, highway-env, Tetris, Flappy Bird)
+    are read before the game is built, and the vocabulary is checked against the
+    action space of the game built. Both raise :class:`~vical.spec.TaskSpecError`.
+    """
+    check_simulator(task.env)
     module = importlib.import_module(f"vical.envs.{FAMILIES[task.env.family]}")
-    return module.make_adapter(task)
+    adapter = module.make_adapter(task)
+    try:
+        check_adapter_actions(task.env, adapter)
+    except TaskSpecError:
+        adapter.close()
+        raise
+    return adapter
 
 
 def make_env(task: TaskSpec | str) -> VicalEnv:

@@ -30,6 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 J = TypeVar("J")
@@ -66,6 +67,20 @@ def _worker_init(extra: Callable[[], None] | None) -> None:
         extra()
 
 
+def exit_at_once(signum: int, frame: Any) -> None:
+    """A signal handler for a process already leaving after an interrupt: exit 130 now."""
+    with contextlib.suppress(OSError):
+        os.write(2, b"\nstopped.\n")
+    os._exit(130)
+
+
+def leave_handlers(old: dict[int, Any], interrupted: bool) -> None:
+    """Restore ``old`` handlers; after an interrupt, a further signal exits at once
+    instead (restoring Python's default would let it raise a traceback mid-cleanup)."""
+    for s, h in old.items():
+        signal.signal(s, exit_at_once if interrupted else h)
+
+
 class _Signals:
     """Parent-side SIGINT/SIGTERM handling while a pool runs."""
 
@@ -91,8 +106,7 @@ class _Signals:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for s, h in self._old.items():
-            signal.signal(s, h)
+        leave_handlers(self._old, self.received is not None)
 
 
 def _kill(pids: Iterable[int], sig: int) -> None:
@@ -141,9 +155,13 @@ def run_pool(
     queue: Iterator[J] = iter(jobs)
     if workers <= 1:
         return _run_inline(fn, queue, on_result, on_abort)
-    pool = ProcessPoolExecutor(
-        max_workers=workers, initializer=_worker_init, initargs=(initializer,)
-    )
+
+    def new_pool() -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(
+            max_workers=workers, initializer=_worker_init, initargs=(initializer,)
+        )
+
+    pool = new_pool()
     pending: dict[Future, J] = {}
     stopped = False
 
@@ -161,11 +179,20 @@ def run_pool(
         try:
 
             def top_up() -> None:
+                nonlocal pool
                 while not stopped and sig.received is None and len(pending) < 2 * workers:
                     job = next(queue, None)
                     if job is None:
                         return
-                    pending[pool.submit(fn, job)] = job
+                    try:
+                        fut = pool.submit(fn, job)
+                    except BrokenProcessPool:
+                        # a worker died: the jobs in flight fail (reported as errors
+                        # by the loop below); the rest go to a fresh pool
+                        _terminate(pool)
+                        pool = new_pool()
+                        fut = pool.submit(fn, job)
+                    pending[fut] = job
 
             top_up()
             while pending:
@@ -231,5 +258,4 @@ def _run_inline(
     except _Stop:
         raise Interrupted(received[0]) from None
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+        leave_handlers(old, bool(received))

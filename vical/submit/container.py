@@ -5,12 +5,21 @@ pinned revision (or takes ``--dataset DIR``), starts the image through the
 Docker SDK (which also speaks to Podman's Docker-compatible socket via
 ``DOCKER_HOST``) with the dataset and an output folder mounted, streams the
 container's progress, and bundles the finished run with the local key.
+
+SIGINT/SIGTERM while the container runs: the first stops it (``docker stop``
+with a short grace, which sends SIGTERM so the evaluation inside keeps its
+finished episodes, then a kill) and removes it, then raises
+:class:`vical.run.pool.Interrupted`; a second one kills and removes the
+container and exits the process at once with status 130.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
+import signal
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,8 +32,65 @@ DATASET_REPO = "vical-benchmark/v-ical"
 DATASET_REVISION = f"v{__version__}"
 
 
+# seconds `docker stop` waits after SIGTERM before it kills the container
+STOP_TIMEOUT = 3
+
+
 class ContainerError(RuntimeError):
     pass
+
+
+def stop_container(client: Any, ref: str, timeout: float = STOP_TIMEOUT) -> None:
+    """Stop the container ``ref`` (id or name), kill it if that fails, and remove it.
+
+    ``client`` is a ``docker.DockerClient``. A container that does not exist (never
+    created, or already gone) is not an error.
+    """
+    from docker.errors import DockerException, NotFound
+
+    api = client.api
+    try:
+        api.stop(ref, timeout=int(timeout))
+    except NotFound:
+        return
+    except DockerException:
+        pass
+    with contextlib.suppress(DockerException):
+        if api.inspect_container(ref)["State"].get("Running"):
+            api.kill(ref)
+    with contextlib.suppress(NotFound):
+        api.remove_container(ref, force=True)
+
+
+class _StopOnSignal:
+    """While the container runs: first SIGINT/SIGTERM raises ``KeyboardInterrupt``
+    (so no library's ``except Exception`` swallows it); a second one kills and
+    removes the container and exits at once with status 130."""
+
+    def __init__(self, kill_now: Callable[[], None]):
+        self.received: int | None = None
+        self._kill_now = kill_now
+        self._old: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.received is not None:
+            with contextlib.suppress(Exception):
+                self._kill_now()
+            with contextlib.suppress(OSError):
+                os.write(2, b"\nstopped.\n")
+            os._exit(130)
+        self.received = signum
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> _StopOnSignal:
+        if threading.current_thread() is threading.main_thread():
+            for s in (signal.SIGINT, signal.SIGTERM):
+                self._old[s] = signal.signal(s, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for s, h in self._old.items():
+            signal.signal(s, h)
 
 
 def fetch_dataset(local: Path | None, cache_dir: Path | None = None) -> Path:
@@ -117,30 +183,49 @@ def run_in_image(
         env["VICAL_TASKS_DIR"] = tdir
     if api_key_env and api_key_env in os.environ:
         env[api_key_env] = os.environ[api_key_env]
-    container = client.containers.run(
-        image,
-        cmd,
-        detach=True,
-        network_mode="host",
-        environment=env,
-        volumes={
-            str(dataset): {"bind": "/dataset", "mode": "ro"},
-            str(out): {"bind": "/out", "mode": "rw"},
-        },
-    )
-    try:
-        buf = b""
-        for chunk in container.logs(stream=True, follow=True):
-            buf += chunk
-            *lines, buf = buf.split(b"\n")
-            for line in lines:
-                on_line(line.decode(errors="replace"))
-        if buf:
-            on_line(buf.decode(errors="replace"))
-        status = container.wait()
-    finally:
+    from vical.run.pool import Interrupted
+
+    # our own name, so the container can be found and removed even when a signal
+    # lands while it is being created (before its id reached us)
+    name = f"vical-submit-{os.getpid()}-{secrets.token_hex(4)}"
+
+    def kill_now() -> None:
+        fresh = docker.from_env(timeout=10)
         with contextlib.suppress(DockerException):
-            container.remove(force=True)
+            fresh.api.remove_container(name, force=True)
+
+    with _StopOnSignal(kill_now) as stop:
+        try:
+            container = client.containers.create(
+                image,
+                cmd,
+                name=name,
+                network_mode="host",
+                environment=env,
+                volumes={
+                    str(dataset): {"bind": "/dataset", "mode": "ro"},
+                    str(out): {"bind": "/out", "mode": "rw"},
+                },
+            )
+            container.start()
+            buf = b""
+            for chunk in container.logs(stream=True, follow=True):
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                for line in lines:
+                    on_line(line.decode(errors="replace"))
+            if buf:
+                on_line(buf.decode(errors="replace"))
+            status = container.wait()
+        except KeyboardInterrupt:
+            # a fresh client: the interrupted one may hold a half-read response
+            stop_container(docker.from_env(timeout=STOP_TIMEOUT + 10), name)
+            if stop.received is None:
+                raise
+            raise Interrupted(stop.received) from None
+        finally:
+            with contextlib.suppress(DockerException, OSError):  # requests errors are OSErrors
+                client.api.remove_container(name, force=True)
     code = status.get("StatusCode", 1)
     if code != 0:
         raise ContainerError(f"the evaluation inside {image} exited with status {code}")

@@ -12,6 +12,11 @@ Checks, in order, stopping at the first stage that fails:
 5. task coverage (every task present, unless the bundle says it is partial);
 6. replay: every episode's logged actions are replayed in the simulator, in
    parallel; frame hashes, score, pass and outcome must equal the claims.
+
+Replay runs through :func:`vical.run.pool.run_pool`: Ctrl-C (SIGINT) or
+SIGTERM raises :class:`vical.run.pool.Interrupted` within a few seconds with
+no replay worker left running. Verification only reads the bundle, so an
+interrupted check leaves nothing behind and can simply be run again.
 """
 
 from __future__ import annotations
@@ -21,7 +26,6 @@ import json
 import os
 import tarfile
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -262,6 +266,13 @@ def replay_one(result_json: str) -> tuple[str, list[str]]:
     return name, problems
 
 
+def _replay_indexed(job: tuple[int, str]) -> tuple[int, str, list[str]]:
+    """:func:`replay_one` for a numbered job, so results can be put back in order."""
+    index, result_json = job
+    name, problems = replay_one(result_json)
+    return index, name, problems
+
+
 def verify_bundle(
     bundle: Path,
     pubkeys: list[Path] | None = None,
@@ -269,7 +280,16 @@ def verify_bundle(
     workers: int | None = None,
     progress: bool = True,
 ) -> Verdict:
-    """Run every check; raise :class:`VerifyError` for a failed stage before replay."""
+    """Run every check; raise :class:`VerifyError` for a failed stage before replay.
+
+    Episode verdicts come back in the order of the bundle's episode folders
+    whatever the number of workers. A replay that crashes counts as a
+    mismatch. Raises :class:`vical.run.pool.Interrupted` on SIGINT/SIGTERM
+    during replay (``KeyboardInterrupt`` before it); the temporary unpack
+    folder is removed either way.
+    """
+    from vical.run.pool import run_pool
+
     with tempfile.TemporaryDirectory(prefix="vical-verify-") as tmp:
         safe_extract(Path(bundle), Path(tmp))
         root = Path(tmp) / TOP
@@ -277,26 +297,34 @@ def verify_bundle(
         manifest, signer = check_manifest(root, trusted)
         results = check_contents(root, manifest)
         payloads = [r.model_dump_json() for r in results]
-    verdicts = []
+    names = [f"{r.env}__{r.variant}__r{r.run_index}" for r in results]
+    found: dict[int, EpisodeVerdict] = {}
     workers = max(1, min(workers or os.cpu_count() or 1, len(payloads) or 1))
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     bar = Progress(
         TextColumn("[bold]replay[/]"), BarColumn(), MofNCompleteColumn(), disable=not progress
     )
+
+    def on_result(
+        job: tuple[int, str], value: tuple[int, str, list[str]] | None, error: BaseException | None
+    ) -> bool:
+        index = job[0]
+        if error is not None:
+            problems = [f"replay crashed: {type(error).__name__}: {error}"]
+            found[index] = EpisodeVerdict(names[index], False, problems)
+        else:
+            assert value is not None
+            _, name, problems = value
+            found[index] = EpisodeVerdict(name, not problems, problems)
+        bar.advance(pid)
+        return True
+
     with bar:
         pid = bar.add_task("", total=len(payloads))
-        if workers == 1:
-            it = map(replay_one, payloads)
-            for name, problems in it:
-                verdicts.append(EpisodeVerdict(name, not problems, problems))
-                bar.advance(pid)
-        else:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                for name, problems in pool.map(replay_one, payloads, chunksize=4):
-                    verdicts.append(EpisodeVerdict(name, not problems, problems))
-                    bar.advance(pid)
-    ok = all(v.ok for v in verdicts)
+        run_pool(_replay_indexed, list(enumerate(payloads)), workers, on_result)
+    verdicts = [found[i] for i in sorted(found)]
+    ok = len(verdicts) == len(payloads) and all(v.ok for v in verdicts)
     return Verdict(
         ok=ok,
         manifest=manifest,
