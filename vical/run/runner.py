@@ -653,7 +653,13 @@ def run_eval(
     agent_kwargs = dict(agent_kwargs or {})
     run_dir = Path(run_dir)
     with lock_run_folder(run_dir):
-        prepare_run(run_dir, tasks, agent, agent_settings or agent_kwargs, run_seed, runs, demos)
+        if agent_settings is None:  # what the agent reports, as the CLI records it
+            from vical.agent import get_agent
+
+            probe = get_agent(agent, **agent_kwargs)
+            agent_settings = probe.settings()
+            probe.close()
+        prepare_run(run_dir, tasks, agent, agent_settings, run_seed, runs, demos)
         summary = RunSummary(run_dir, total=len(tasks) * runs, skipped=0, finished=0)
         done = scan_episodes(run_dir, retry_errors, summary)
         jobs = [
