@@ -910,11 +910,23 @@ def verify_cmd(
     workers: int = typer.Option(None, "--workers", "-j", min=1, help="Parallel replays."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print every episode verdict."),
 ) -> None:
-    """Check a bundle: safe unpack, signature, schema, coverage, then replay every episode."""
+    """Check a bundle: signature first, then a bounded unpack of only what the signed
+    manifest lists, schema, task data, coverage, consistency, and a replay of every
+    episode in the simulator.
+
+    Exit status: 0 the bundle verifies; 1 it is rejected (the line says which check
+    and which member); 2 verification could not run (no such bundle file, no trusted
+    public key, a bad option); 130 interrupted.
+    """
 
     from vical.run.pool import Interrupted
     from vical.submit.verify import VerifyError, verify_bundle
 
+    if not bundle.is_file():
+        fail(f"{bundle}: no such bundle file", code=2)
+    for p in pubkey or []:
+        if not p.is_file():
+            fail(f"--pubkey {p}: no such public key file", code=2)
     try:
         v = verify_bundle(bundle, pubkeys=pubkey or None, workers=workers)
     except (Interrupted, KeyboardInterrupt):

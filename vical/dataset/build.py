@@ -17,16 +17,12 @@ torchcodec, which does not load with a CPU torch): decode with imageio.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
 import os
 import shutil
-import signal
 import tempfile
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from string import Template
 from typing import Any
@@ -231,58 +227,6 @@ def render_card(stats: dict[str, Any], n_tasks: int, template: Path = CARD_TEMPL
     )
 
 
-class _StopOnSignal:
-    """SIGINT/SIGTERM handling while a dataset folder is built (main thread only).
-
-    The first signal raises ``KeyboardInterrupt`` where the build is (a
-    ``BaseException``, so that libraries which wrap every ``Exception``, such as
-    imageio-ffmpeg's writer, let it through); :func:`build_dataset` turns it into
-    :class:`vical.run.pool.Interrupted` once its ``finally`` has removed the
-    temporary folder. A second signal removes the temporary folder itself and
-    exits at once with status 130. Inside :meth:`deferred` (the final rename) a
-    first signal is only recorded.
-    """
-
-    def __init__(self, tmp: Path):
-        self.tmp = tmp
-        self.received: int | None = None
-        self._defer = False
-        self._old: dict[int, Any] = {}
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        if self.received is not None:
-            shutil.rmtree(self.tmp, ignore_errors=True)
-            with contextlib.suppress(OSError):
-                os.write(2, b"\nstopped.\n")
-            os._exit(130)
-        self.received = signum
-        if not self._defer:
-            raise KeyboardInterrupt
-
-    @contextlib.contextmanager
-    def deferred(self) -> Iterator[None]:
-        from vical.run.pool import Interrupted
-
-        if self.received is not None:
-            raise Interrupted(self.received)
-        self._defer = True
-        try:
-            yield
-        finally:
-            self._defer = False
-
-    def __enter__(self) -> _StopOnSignal:
-        if threading.current_thread() is threading.main_thread():
-            for s in (signal.SIGINT, signal.SIGTERM):
-                self._old[s] = signal.signal(s, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        from vical.run.pool import leave_handlers
-
-        leave_handlers(self._old, self.received is not None)
-
-
 def build_dataset(out: Path | str, patterns: str | None = None) -> Path:
     """Build the dataset folder for the selected tasks (all by default) at ``out``.
 
@@ -307,9 +251,11 @@ def build_dataset(out: Path | str, patterns: str | None = None) -> Path:
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; the dataset is not
     old = out.parent / f"{tmp.name}-old"
-    from vical.run.pool import Interrupted
+    from vical.run.pool import Interrupted, SignalScope
 
-    with _StopOnSignal(tmp) as stop:
+    # first signal: KeyboardInterrupt here, then Interrupted once tmp is removed; a
+    # second: remove tmp and exit at once; never during the final rename
+    with SignalScope(lambda: shutil.rmtree(tmp, ignore_errors=True)) as stop:
         try:
             (tmp / "videos").mkdir()
             (tmp / "data").mkdir()

@@ -81,25 +81,53 @@ def leave_handlers(old: dict[int, Any], interrupted: bool) -> None:
         signal.signal(s, exit_at_once if interrupted else h)
 
 
-class _Signals:
-    """Parent-side SIGINT/SIGTERM handling while a pool runs."""
+class SignalScope:
+    """How SIGINT/SIGTERM behave while one piece of work runs (main thread only).
 
-    def __init__(self, on_second: Callable[[], None]):
+    The first signal is recorded (``received``, ``event``) and, with
+    ``raise_first``, raised as ``KeyboardInterrupt`` where the work is (a
+    ``BaseException``, so libraries that wrap every ``Exception`` let it
+    through), except inside :meth:`deferred`. A second signal runs
+    ``on_second`` (kill workers, remove half-written output) and exits the
+    process at once with status 130. On leaving after an interrupt, a further
+    signal exits at once too (see :func:`leave_handlers`).
+    """
+
+    def __init__(self, on_second: Callable[[], None] | None = None, raise_first: bool = True):
         self.received: int | None = None
         self.event = threading.Event()
         self._on_second = on_second
+        self._raise_first = raise_first
+        self._defer = False
         self._old: dict[int, Any] = {}
 
     def _handle(self, signum: int, frame: Any) -> None:
         if self.received is not None:
-            self._on_second()
-            with contextlib.suppress(OSError):
-                os.write(2, b"\nstopped.\n")
-            os._exit(130)
+            if self._on_second is not None:
+                with contextlib.suppress(Exception):
+                    self._on_second()
+            exit_at_once(signum, frame)
         self.received = signum
         self.event.set()
+        if self._raise_first and not self._defer:
+            raise KeyboardInterrupt
 
-    def __enter__(self) -> _Signals:
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """A step that must not be cut (a final rename): a first signal only records."""
+        if self.received is not None:
+            raise Interrupted(self.received)
+        self._defer = True
+        try:
+            yield
+        finally:
+            self._defer = False
+
+    def interrupted(self) -> Interrupted | None:
+        """The :class:`Interrupted` to raise when a signal was received, else None."""
+        return None if self.received is None else Interrupted(self.received)
+
+    def __enter__(self) -> SignalScope:
         if threading.current_thread() is threading.main_thread():
             for s in (signal.SIGINT, signal.SIGTERM):
                 self._old[s] = signal.signal(s, self._handle)
@@ -175,7 +203,7 @@ def run_pool(
             with contextlib.suppress(Exception):
                 on_abort()
 
-    with _Signals(kill_now) as sig:
+    with SignalScope(kill_now, raise_first=False) as sig:
         try:
 
             def top_up() -> None:
@@ -221,41 +249,19 @@ def _run_inline(
     on_abort: Callable[[], None] | None = None,
 ) -> bool:
     """One job at a time in this process: Ctrl-C interrupts the job itself."""
-
-    class _Stop(BaseException):
-        pass
-
-    received: list[int] = []
-
-    def handle(signum: int, frame: Any) -> None:
-        if received:
-            if on_abort is not None:
-                with contextlib.suppress(Exception):
-                    on_abort()
-            with contextlib.suppress(OSError):
-                os.write(2, b"\nstopped.\n")
-            os._exit(130)
-        received.append(signum)
-        raise _Stop
-
-    old: dict[int, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-        for s in (signal.SIGINT, signal.SIGTERM):
-            old[s] = signal.signal(s, handle)
-    try:
-        for job in queue:
-            try:
-                value = fn(job)
-            except _Stop:
+    with SignalScope(on_abort) as scope:
+        try:
+            for job in queue:
+                try:
+                    value = fn(job)
+                except Exception as e:
+                    if on_result(job, None, e) is False:
+                        return False
+                else:
+                    if on_result(job, value, None) is False:
+                        return False
+            return True
+        except KeyboardInterrupt:
+            if scope.received is None:
                 raise
-            except Exception as e:
-                if on_result(job, None, e) is False:
-                    return False
-            else:
-                if on_result(job, value, None) is False:
-                    return False
-        return True
-    except _Stop:
-        raise Interrupted(received[0]) from None
-    finally:
-        leave_handlers(old, bool(received))
+            raise Interrupted(scope.received) from None

@@ -18,8 +18,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import signal
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -60,37 +58,6 @@ def stop_container(client: Any, ref: str, timeout: float = STOP_TIMEOUT) -> None
             api.kill(ref)
     with contextlib.suppress(NotFound):
         api.remove_container(ref, force=True)
-
-
-class _StopOnSignal:
-    """While the container runs: first SIGINT/SIGTERM raises ``KeyboardInterrupt``
-    (so no library's ``except Exception`` swallows it); a second one kills and
-    removes the container and exits at once with status 130."""
-
-    def __init__(self, kill_now: Callable[[], None]):
-        self.received: int | None = None
-        self._kill_now = kill_now
-        self._old: dict[int, Any] = {}
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        if self.received is not None:
-            with contextlib.suppress(Exception):
-                self._kill_now()
-            with contextlib.suppress(OSError):
-                os.write(2, b"\nstopped.\n")
-            os._exit(130)
-        self.received = signum
-        raise KeyboardInterrupt
-
-    def __enter__(self) -> _StopOnSignal:
-        if threading.current_thread() is threading.main_thread():
-            for s in (signal.SIGINT, signal.SIGTERM):
-                self._old[s] = signal.signal(s, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for s, h in self._old.items():
-            signal.signal(s, h)
 
 
 def fetch_dataset(local: Path | None, cache_dir: Path | None = None) -> Path:
@@ -183,7 +150,7 @@ def run_in_image(
         env["VICAL_TASKS_DIR"] = tdir
     if api_key_env and api_key_env in os.environ:
         env[api_key_env] = os.environ[api_key_env]
-    from vical.run.pool import Interrupted
+    from vical.run.pool import Interrupted, SignalScope
 
     # our own name, so the container can be found and removed even when a signal
     # lands while it is being created (before its id reached us)
@@ -194,7 +161,9 @@ def run_in_image(
         with contextlib.suppress(DockerException):
             fresh.api.remove_container(name, force=True)
 
-    with _StopOnSignal(kill_now) as stop:
+    # first signal: KeyboardInterrupt (no library's `except Exception` swallows it); a
+    # second kills and removes the container and exits at once with status 130
+    with SignalScope(kill_now) as stop:
         try:
             container = client.containers.create(
                 image,
