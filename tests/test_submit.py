@@ -48,7 +48,10 @@ def repack(root: Path, out: Path, rehash: bool = False, resign_key: Path | None 
         import hashlib
 
         manifest["files"] = {
-            p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            p.relative_to(root).as_posix(): {  # bundle format 2: sha256 and size
+                "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
+                "size": p.stat().st_size,
+            }
             for p in sorted(root.rglob("*"))
             if p.is_file()
             and p.relative_to(root).as_posix() not in ("manifest.json", "manifest.sig")
@@ -418,3 +421,36 @@ def _has_image(client, name: str) -> bool:
     except Exception:
         return False
     return True
+
+
+# -- trusted reading (vical.submit.unpack): manifest format 2, paths never read -----------
+def _edit_manifest(root: Path, edit) -> None:
+    m = json.loads((root / "manifest.json").read_text())
+    edit(m)
+    (root / "manifest.json").write_text(json.dumps(m, indent=2, sort_keys=True) + "\n")
+
+
+def test_format_1_bundle_asks_to_repack(setup, tmp_path):
+    d, priv, pub, bundle = setup
+    root = unpack(bundle, tmp_path / "u")
+
+    def to_format_1(m):
+        m["format"] = 1
+        m["files"] = {p: e["sha256"] for p, e in m["files"].items()}
+
+    _edit_manifest(root, to_format_1)
+    old = repack(root, tmp_path / "old.tar.gz", resign_key=priv)
+    with pytest.raises(VerifyError, match=r"format 1 .*re-pack"):
+        verify_bundle(old, pubkeys=[pub], progress=False)
+
+
+@pytest.mark.parametrize("path", ["../../../../../../etc/hostname", "/dev/zero", "/dev/stdin"])
+def test_signed_manifest_naming_a_host_file_is_rejected_unread(setup, tmp_path, path):
+    d, priv, pub, bundle = setup
+    root = unpack(bundle, tmp_path / "u")
+    _edit_manifest(root, lambda m: m["files"].update({path: {"sha256": "0" * 64, "size": 1}}))
+    bad = repack(root, tmp_path / "bad.tar.gz", resign_key=priv)
+    t0 = time.time()
+    with pytest.raises(VerifyError, match=r"absolute path|'\.\.'"):
+        verify_bundle(bad, pubkeys=[pub], progress=False)
+    assert time.time() - t0 < 5  # /dev/zero and /dev/stdin were not read

@@ -1,11 +1,18 @@
 """``vical submit``: pack a run into a signed results bundle.
 
-A bundle is a gzip tar with one top folder ``bundle/``::
+A bundle is a gzip tar with one top folder ``bundle/``; the two manifest files
+are always its first two members, so a verifier reads and checks them before
+touching anything else::
 
-    bundle/manifest.json   files (path -> sha256), fingerprint, submitter, summary
+    bundle/manifest.json   format, files, fingerprint, submitter, summary
     bundle/manifest.sig    JSON: key id, public key (PEM), Ed25519 signature of manifest.json
     bundle/run/manifest.json
     bundle/run/episodes/<env>__<variant>__r<k>/eval_result.json, log.jsonl, media/...
+
+Manifest format 2 lists every other file with its sha256 and its exact size in
+bytes, ``"files": {"run/manifest.json": {"sha256": "<64 hex>", "size": 1234}, ...}``
+(paths relative to ``bundle/``), so a verifier knows how much it may write before it
+extracts anything. Format 1 (``path -> sha256``) is no longer accepted.
 
 Frames and trajectory sheets are left out: replay regenerates every frame, and
 each result carries the sha256 of every frame it showed.
@@ -28,7 +35,7 @@ from vical.run.results import RunManifest, load_results
 from vical.spec import all_tasks, tasks_digest
 from vical.submit.keys import key_id, load_private, public_pem, sign
 
-BUNDLE_FORMAT = 1
+BUNDLE_FORMAT = 2
 TOP = "bundle"
 EPISODE_FILES = ("eval_result.json", "log.jsonl")
 # the lock ships inside the wheel; an editable checkout reads it from the repository root
@@ -42,6 +49,11 @@ class BundleError(ValueError):
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def file_entry(data: bytes) -> dict[str, Any]:
+    """A file's entry in the manifest's ``files`` table: its sha256 and size."""
+    return {"sha256": sha256_bytes(data), "size": len(data)}
 
 
 def locked_versions(lock: Path = LOCK_FILE) -> dict[str, str]:
@@ -86,6 +98,14 @@ def missing_episodes(run_dir: Path) -> list[str]:
     """Tasks of this vical version without a finished episode in the run."""
     done = {r.task_id for r in load_results(run_dir)}
     return [t.id for t in all_tasks() if t.id not in done]
+
+
+def short_tasks(run_dir: Path, runs_per_task: int) -> list[str]:
+    """Tasks present in the run without all of its declared runs (0..R-1) as results."""
+    runs: dict[str, set[int]] = {}
+    for r in load_results(run_dir):
+        runs.setdefault(r.task_id, set()).add(r.run_index)
+    return sorted(t for t, ks in runs.items() if ks != set(range(runs_per_task)))
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -133,6 +153,14 @@ def make_bundle(
             f"{run_dir} was run on task data {run_manifest.tasks_digest[:12]}, but this vical "
             f"has {tasks_digest()[:12]}; re-run the evaluation with this version"
         )
+    short = short_tasks(run_dir, run_manifest.runs_per_task)
+    if short:
+        shown = ", ".join(short[:10]) + (" ..." if len(short) > 10 else "")
+        raise BundleError(
+            f"{run_dir}: {len(short)} task(s) lack some of the run's {run_manifest.runs_per_task} "
+            f"run(s) (an unfinished run or infrastructure failures): {shown}. Re-run `vical "
+            "eval` with the same --out to finish them"
+        )
     missing = missing_episodes(run_dir)
     if missing and not partial:
         shown = ", ".join(missing[:20]) + (" ..." if len(missing) > 20 else "")
@@ -162,7 +190,7 @@ def make_bundle(
         },
         "fingerprint": fingerprint(),
         "summary": summary,
-        "files": {p: sha256_bytes(b) for p, b in sorted(files.items())},
+        "files": {p: file_entry(b) for p, b in sorted(files.items())},
     }
     mbytes = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
     pub = key.public_key()
@@ -176,6 +204,7 @@ def make_bundle(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        # manifest and signature first: verify reads them without scanning the rest
         _add(tar, f"{TOP}/manifest.json", mbytes)
         _add(tar, f"{TOP}/manifest.sig", (json.dumps(sig, indent=2) + "\n").encode())
         for p, data in sorted(files.items()):

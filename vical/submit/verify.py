@@ -2,16 +2,27 @@
 
 Checks, in order, stopping at the first stage that fails:
 
-1. safe unpacking: regular files only (no links, devices or folders outside),
-   no absolute paths, no ``..``, every path under ``bundle/``, caps on total
-   size and file count (archive bombs);
-2. manifest and signature: every file listed with a matching sha256 and no
-   unlisted file; the Ed25519 signature verifies with a trusted public key;
-3. schema of every run file (run manifest, every ``eval_result.json``);
-4. dataset version known (the bundle's task digest equals this vical's);
-5. task coverage (every task present, unless the bundle says it is partial);
-6. replay: every episode's logged actions are replayed in the simulator, in
-   parallel; frame hashes, score, pass and outcome must equal the claims.
+1. manifest and signature (:mod:`vical.submit.unpack`): ``bundle/manifest.json``
+   and ``manifest.sig`` are read from the archive stream (size-capped, nothing
+   extracted), their JSON shapes checked, and the Ed25519 signature checked
+   against the trusted keyring — before anything else is trusted;
+2. bounded unpack: only the members the signed manifest lists are written,
+   each checked against its declared size and sha256 while it streams; links,
+   devices, duplicates, unlisted members and unsafe paths are verdicts, and
+   the manifest's paths are never opened on the host;
+3. schema of every run file, and the task-data version (the bundle's digest
+   must be this vical's);
+4. consistency: every episode carries its log and the log's actions are the
+   result's; tags, budget and ids are this task data's; every episode comes
+   from the run's agent with the run's result-changing settings; each task
+   present has exactly the runs the run declares; no infrastructure failure
+   poses as a result;
+5. coverage (every task present, unless the bundle says it is partial);
+6. replay: every episode's actions are replayed in the simulator, in
+   parallel; frame hashes, score, pass, outcome and failure mode must equal
+   the claims. The verdict's results are rebuilt from the replay and this
+   vical's task data (:func:`verified_result`): the leaderboard reads those,
+   never a field the submitter wrote.
 
 Replay runs through :func:`vical.run.pool.run_pool`: Ctrl-C (SIGINT) or
 SIGTERM raises :class:`vical.run.pool.Interrupted` within a few seconds with
@@ -21,33 +32,22 @@ interrupted check leaves nothing behind and can simply be run again.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tarfile
 import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from vical.run.results import EvalResult, RunManifest
 from vical.spec import all_tasks, tasks_digest
-from vical.submit.bundle import BUNDLE_FORMAT, TOP
-from vical.submit.keys import KeyError_, check, key_id, load_public
+from vical.submit.keys import key_id, load_public
+from vical.submit.unpack import VerifyError, unpack_bundle
+from vical.submit.unpack import safe_extract as safe_extract  # re-exported for tools and tests
 
-MAX_TOTAL_BYTES = 4 * 1024**3
-MAX_FILES = 200_000
 DEFAULT_KEYRING = Path("submissions") / "keys"
-
-
-class VerifyError(ValueError):
-    """A bundle failed a check; the message names the check and what is wrong."""
-
-    def __init__(self, stage: str, msg: str):
-        super().__init__(f"[{stage}] {msg}")
-        self.stage = stage
 
 
 @dataclass
@@ -71,52 +71,6 @@ class Verdict:
         return [e for e in self.episodes if not e.ok]
 
 
-# -- 1. safe unpacking ------------------------------------------------------
-def safe_extract(
-    bundle: Path, dest: Path, max_bytes: int = MAX_TOTAL_BYTES, max_files: int = MAX_FILES
-) -> None:
-    """Extract regular files only, refusing anything that could escape ``dest``."""
-    try:
-        tar = tarfile.open(bundle, "r:*")  # noqa: SIM115 - closed by the with below
-    except (tarfile.TarError, OSError) as e:
-        raise VerifyError("unpack", f"{bundle}: not a readable tar archive ({e})") from None
-    total = 0
-    count = 0
-    with tar:
-        for m in tar:
-            name = m.name
-            p = PurePosixPath(name)
-            if name.startswith("/") or p.is_absolute():
-                raise VerifyError("unpack", f"absolute path in archive: {name!r}")
-            if ".." in p.parts:
-                raise VerifyError("unpack", f"path with '..' in archive: {name!r}")
-            if m.issym() or m.islnk():
-                raise VerifyError("unpack", f"link in archive: {name!r} -> {m.linkname!r}")
-            if m.isdir():
-                continue
-            if not m.isfile():
-                raise VerifyError("unpack", f"special file (device/fifo) in archive: {name!r}")
-            if not p.parts or p.parts[0] != TOP:
-                raise VerifyError("unpack", f"file outside '{TOP}/' in archive: {name!r}")
-            count += 1
-            total += m.size
-            if count > max_files:
-                raise VerifyError("unpack", f"more than {max_files} files: refusing")
-            if total > max_bytes:
-                raise VerifyError("unpack", f"content exceeds {max_bytes} bytes: refusing")
-            target = dest.joinpath(*p.parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            src = tar.extractfile(m)
-            assert src is not None
-            written = 0
-            with open(target, "wb") as f:
-                while chunk := src.read(1 << 20):
-                    written += len(chunk)
-                    if written > m.size:
-                        raise VerifyError("unpack", f"{name!r} is larger than declared")
-                    f.write(chunk)
-
-
 # -- 2. manifest and signature ---------------------------------------------
 def load_keyring(pubkeys: list[Path] | None, keyring: Path | None) -> dict[str, Any]:
     keys = {}
@@ -132,85 +86,148 @@ def load_keyring(pubkeys: list[Path] | None, keyring: Path | None) -> dict[str, 
     return keys
 
 
-def check_manifest(root: Path, trusted: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    mpath, spath = root / "manifest.json", root / "manifest.sig"
-    if not mpath.exists() or not spath.exists():
-        raise VerifyError("manifest", "bundle/manifest.json or bundle/manifest.sig is missing")
-    mbytes = mpath.read_bytes()
-    try:
-        manifest = json.loads(mbytes)
-        sig = json.loads(spath.read_text())
-    except json.JSONDecodeError as e:
-        raise VerifyError("manifest", f"manifest or signature is not JSON: {e}") from None
-    if manifest.get("format") != BUNDLE_FORMAT:
-        raise VerifyError("manifest", f"unknown bundle format {manifest.get('format')!r}")
-    listed = manifest.get("files", {})
-    present = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
-    present -= {"manifest.json", "manifest.sig"}
-    extra = sorted(present - set(listed))
-    if extra:
-        raise VerifyError("manifest", f"files not listed in the manifest: {extra[:5]}")
-    for rel, digest in sorted(listed.items()):
-        f = root / rel
-        if not f.exists():
-            raise VerifyError("manifest", f"listed file missing from the bundle: {rel}")
-        if hashlib.sha256(f.read_bytes()).hexdigest() != digest:
-            raise VerifyError("manifest", f"sha256 mismatch (file changed after packing): {rel}")
-    if not trusted:
-        raise VerifyError(
-            "signature",
-            "no trusted public key: pass --pubkey FILE or put the "
-            f"submitter's key in {DEFAULT_KEYRING}/",
-        )
-    try:
-        signer = load_public(sig.get("public_key", "").encode(), "bundle signer key")
-    except KeyError_ as e:
-        raise VerifyError("signature", str(e)) from None
-    kid = key_id(signer)
-    if kid not in trusted:
-        raise VerifyError(
-            "signature",
-            f"bundle signed by unknown key {kid}; trusted keys: "
-            f"{', '.join(sorted(trusted)) or 'none'}",
-        )
-    if not check(trusted[kid], mbytes, sig.get("signature", "")):
-        raise VerifyError(
-            "signature",
-            f"signature does not match manifest.json (key {kid}): "
-            "the manifest was changed after signing",
-        )
-    return manifest, kid
+# -- 3-5. schema, dataset version, coverage, consistency ----------------------
+AGENT_FAILURES = ("invalid_action", "token_overflow")
+MAX_LOG_LINE = 1 << 20  # a longer log line is not something vical writes
 
 
-# -- 3-5. schema, dataset version, coverage ----------------------------------
+def _log_facts(path: Path, rel: str) -> tuple[str | None, list[str], list[dict[str, Any]]]:
+    """(task named by the start record, actions of the step records, agent settings
+    of every agent_session record) of one ``log.jsonl``."""
+    task: str | None = None
+    actions: list[str] = []
+    sessions: list[dict[str, Any]] = []
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, start=1):
+            if len(raw) > MAX_LOG_LINE:
+                raise VerifyError("log", f"{rel}: line {n} is longer than {MAX_LOG_LINE} bytes")
+            try:
+                rec = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                raise VerifyError("log", f"{rel}: line {n} is not JSON") from None
+            if not isinstance(rec, dict):
+                raise VerifyError("log", f"{rel}: line {n} is not a JSON object")
+            kind = rec.get("type")
+            if kind == "start":
+                task = rec.get("task") if isinstance(rec.get("task"), str) else None
+            elif kind == "step":
+                actions.append(rec.get("action"))  # type: ignore[arg-type]
+            elif kind == "agent_session":
+                settings = rec.get("settings")
+                if not isinstance(settings, dict):
+                    raise VerifyError("log", f"{rel}: line {n}: agent_session without settings")
+                sessions.append(settings)
+    return task, actions, sessions
+
+
+def _result_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """The agent settings that can change a result (what must agree across episodes)."""
+    from vical.run.runner import NON_RESULT_SETTINGS
+
+    return {k: v for k, v in settings.items() if k not in NON_RESULT_SETTINGS}
+
+
 def check_contents(root: Path, manifest: dict[str, Any]) -> list[EvalResult]:
+    """Schema, task-data version, coverage and consistency of the run files.
+
+    Nothing the submitter wrote is taken on trust: every episode needs its log,
+    the log's actions must be the result's, the tags, budget and ids must be
+    this task data's, every episode must come from the run's agent with the
+    run's result-changing settings, and each task present must have exactly
+    the runs the run manifest declares (runs 0..R-1).
+    """
     try:
-        RunManifest.model_validate_json((root / "run" / "manifest.json").read_text())
-    except (OSError, ValidationError) as e:
-        raise VerifyError("schema", f"run/manifest.json: {e}") from None
-    results = []
-    for p in sorted((root / "run" / "episodes").glob("*/eval_result.json")):
-        try:
-            r = EvalResult.model_validate_json(p.read_text())
-        except ValidationError as e:
-            raise VerifyError("schema", f"{p.relative_to(root)}: {e}") from None
-        expected = f"{r.env}__{r.variant}__r{r.run_index}"
-        if p.parent.name != expected or r.task_id != f"{r.env}/{r.variant}":
-            raise VerifyError("schema", f"{p.relative_to(root)}: folder and ids disagree")
-        results.append(r)
+        run = RunManifest.model_validate_json((root / "run" / "manifest.json").read_bytes())
+    except (OSError, ValidationError, UnicodeDecodeError) as e:
+        raise VerifyError("schema", f"run/manifest.json: {_first_line(e)}") from None
     digest = manifest.get("fingerprint", {}).get("tasks_digest")
-    if digest != tasks_digest():
+    if digest != tasks_digest() or run.tasks_digest != tasks_digest():
         raise VerifyError(
             "dataset",
             f"task data {str(digest)[:12]} is not this vical's "
             f"({tasks_digest()[:12]}); verify with the matching vical",
         )
-    done = {r.task_id for r in results}
-    known = {t.id for t in all_tasks()}
-    unknown = sorted(done - known)
-    if unknown:
-        raise VerifyError("coverage", f"results for unknown tasks: {unknown[:5]}")
-    missing = sorted(known - done)
+    tasks = {t.id: t for t in all_tasks()}
+    wanted = _result_settings(run.agent_settings)
+    results = []
+    episodes = root / "run" / "episodes"
+    folders = sorted(p for p in episodes.iterdir()) if episodes.is_dir() else []
+    for folder in folders:
+        rel = f"run/episodes/{folder.name}"
+        rpath, lpath = folder / "eval_result.json", folder / "log.jsonl"
+        if not rpath.is_file():
+            raise VerifyError("schema", f"{rel}: no eval_result.json")
+        try:
+            r = EvalResult.model_validate_json(rpath.read_bytes())
+        except (ValidationError, UnicodeDecodeError) as e:
+            raise VerifyError("schema", f"{rel}/eval_result.json: {_first_line(e)}") from None
+        expected = f"{r.env}__{r.variant}__r{r.run_index}"
+        if folder.name != expected or r.task_id != f"{r.env}/{r.variant}":
+            raise VerifyError("schema", f"{rel}: folder and ids disagree")
+        task = tasks.get(r.task_id)
+        if task is None:
+            raise VerifyError("coverage", f"{rel}: result for unknown task {r.task_id!r}")
+        if r.infrastructure_failure:
+            raise VerifyError(
+                "results",
+                f"{rel}: ended in an infrastructure failure ({r.failure_mode}), which is not a "
+                "result; re-run it (vical eval on the same --out) before submitting",
+            )
+        if r.tags != task.env.tags.model_dump():
+            raise VerifyError(
+                "task data", f"{rel}: tags differ from this task data's (edited after the run)"
+            )
+        if r.max_steps != task.max_steps:
+            raise VerifyError(
+                "task data",
+                f"{rel}: max_steps {r.max_steps}, but the task's budget is {task.max_steps}",
+            )
+        if r.agent != run.agent:
+            raise VerifyError(
+                "consistency", f"{rel}: played by agent {r.agent!r}, the run's is {run.agent!r}"
+            )
+        if not 0 <= r.run_index < run.runs_per_task:
+            raise VerifyError(
+                "consistency",
+                f"{rel}: run index {r.run_index} outside the run's {run.runs_per_task} run(s)",
+            )
+        if not lpath.is_file():
+            raise VerifyError("log", f"{rel}: no log.jsonl (every episode must carry its log)")
+        log_task, log_actions, sessions = _log_facts(lpath, f"{rel}/log.jsonl")
+        if log_task != r.task_id:
+            raise VerifyError("log", f"{rel}/log.jsonl: starts task {log_task!r}, not {r.task_id}")
+        if log_actions != r.actions:
+            first = next(
+                (i for i, (a, b) in enumerate(zip(log_actions, r.actions, strict=False)) if a != b),
+                min(len(log_actions), len(r.actions)),
+            )
+            raise VerifyError(
+                "log",
+                f"{rel}: the log's actions differ from eval_result.json's from step {first + 1}",
+            )
+        for settings in sessions:
+            if _result_settings(settings) != wanted:
+                keys = sorted(
+                    k
+                    for k in set(_result_settings(settings)) | set(wanted)
+                    if _result_settings(settings).get(k) != wanted.get(k)
+                )
+                raise VerifyError(
+                    "consistency",
+                    f"{rel}/log.jsonl: agent settings differ from the run's ({', '.join(keys)})",
+                )
+        results.append(r)
+    runs: dict[str, set[int]] = {}
+    for r in results:
+        runs.setdefault(r.task_id, set()).add(r.run_index)
+    short = sorted(t for t, ks in runs.items() if ks != set(range(run.runs_per_task)))
+    if short:
+        raise VerifyError(
+            "coverage",
+            f"{len(short)} task(s) without all {run.runs_per_task} run(s) the run declares: "
+            f"{short[:5]}",
+        )
+    missing = sorted(set(tasks) - set(runs))
     if missing and not manifest.get("partial"):
         raise VerifyError(
             "coverage",
@@ -224,9 +241,19 @@ def check_contents(root: Path, manifest: dict[str, Any]) -> list[EvalResult]:
     return results
 
 
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return " ".join(text[:3])[:300] if text else type(e).__name__
+
+
 # -- 6. replay ---------------------------------------------------------------
-def replay_one(result_json: str) -> tuple[str, list[str]]:
-    """Replay one episode's actions; return (episode name, list of problems)."""
+def replay_one(result_json: str) -> tuple[str, list[str], dict[str, Any]]:
+    """Replay one episode's actions.
+
+    Returns (episode name, problems, what the simulator says: score, passed,
+    outcome, failure_mode, steps, frame_hashes). Only that third part, with
+    this vical's task data, reaches the leaderboard.
+    """
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     from vical.envs import make_env
     from vical.envs.core import frame_sha256
@@ -237,6 +264,7 @@ def replay_one(result_json: str) -> tuple[str, list[str]]:
     env = make_env(r.task_id)
     try:
         hashes = [frame_sha256(env.reset())]
+        played = 0
         for i, a in enumerate(r.actions):
             if env.done:
                 problems.append(f"episode ended before logged action {i + 1}")
@@ -246,31 +274,75 @@ def replay_one(result_json: str) -> tuple[str, list[str]]:
             except ValueError as e:
                 problems.append(f"action {i + 1} {a!r} rejected: {e}")
                 break
+            played += 1
         if hashes != r.frame_hashes:
             first = next(
                 (i for i, (x, y) in enumerate(zip(hashes, r.frame_hashes, strict=False)) if x != y),
                 min(len(hashes), len(r.frame_hashes)),
             )
             problems.append(f"frame hashes differ from frame {first}")
-        if env.score() != r.score:
-            problems.append(f"score claimed {r.score}, replay gives {env.score()}")
-        if env.passed() != r.passed:
-            problems.append(f"pass claimed {r.passed}, replay gives {env.passed()}")
-        agent_ended = r.failure_mode in ("invalid_action", "token_overflow", "api_error")
-        if not agent_ended and env.outcome != r.outcome:
-            problems.append(f"outcome claimed {r.outcome}, replay gives {env.outcome}")
+        score, passed, outcome = env.score(), env.passed(), env.outcome
+        if score != r.score:
+            problems.append(f"score claimed {r.score}, replay gives {score}")
+        if passed != r.passed:
+            problems.append(f"pass claimed {r.passed}, replay gives {passed}")
+        if env.done:
+            failure = (
+                None if passed else "timeout" if outcome == "Time Out" else "early_termination"
+            )
+            if outcome != r.outcome:
+                problems.append(f"outcome claimed {r.outcome}, replay gives {outcome}")
+            if r.failure_mode in AGENT_FAILURES:
+                problems.append(f"failure {r.failure_mode} claimed, but the episode ended itself")
+        else:
+            # only the agent may end an episode before the simulator does
+            failure = r.failure_mode if r.failure_mode in AGENT_FAILURES else None
+            if failure is None:
+                problems.append(
+                    f"the episode stops after {played} actions without ending and without an "
+                    "agent failure"
+                )
+        if failure != r.failure_mode:
+            problems.append(f"failure mode claimed {r.failure_mode}, replay gives {failure}")
         if r.steps != len(r.actions):
             problems.append(f"steps {r.steps} but {len(r.actions)} actions logged")
+        facts = {
+            "score": score,
+            "passed": passed,
+            "outcome": outcome,
+            "failure_mode": failure,
+            "steps": played,
+            "frame_hashes": hashes,
+        }
     finally:
         env.close()
-    return name, problems
+    return name, problems, facts
 
 
-def _replay_indexed(job: tuple[int, str]) -> tuple[int, str, list[str]]:
+def verified_result(claimed: EvalResult, facts: dict[str, Any]) -> EvalResult:
+    """The result the leaderboard may use: ids and actions from the bundle, every
+    scored field (score, pass, outcome, failure mode, steps, tags, budget) from the
+    replay and this vical's task data."""
+    from vical.spec import get_task
+
+    task = get_task(claimed.task_id)
+    return claimed.model_copy(
+        update={
+            **facts,
+            "env": task.env.env,
+            "variant": task.variant.variant,
+            "tags": task.env.tags.model_dump(),
+            "max_steps": task.max_steps,
+            "actions": claimed.actions[: facts["steps"]],
+        }
+    )
+
+
+def _replay_indexed(job: tuple[int, str]) -> tuple[int, str, list[str], dict[str, Any]]:
     """:func:`replay_one` for a numbered job, so results can be put back in order."""
     index, result_json = job
-    name, problems = replay_one(result_json)
-    return index, name, problems
+    name, problems, facts = replay_one(result_json)
+    return index, name, problems, facts
 
 
 def verify_bundle(
@@ -291,10 +363,9 @@ def verify_bundle(
     from vical.run.pool import run_pool
 
     with tempfile.TemporaryDirectory(prefix="vical-verify-") as tmp:
-        safe_extract(Path(bundle), Path(tmp))
-        root = Path(tmp) / TOP
         trusted = load_keyring(pubkeys, keyring)
-        manifest, signer = check_manifest(root, trusted)
+        # signature first, then only the files the signed manifest lists (vical.submit.unpack)
+        root, manifest, signer = unpack_bundle(Path(bundle), Path(tmp), trusted)
         results = check_contents(root, manifest)
         payloads = [r.model_dump_json() for r in results]
     names = [f"{r.env}__{r.variant}__r{r.run_index}" for r in results]
@@ -306,8 +377,12 @@ def verify_bundle(
         TextColumn("[bold]replay[/]"), BarColumn(), MofNCompleteColumn(), disable=not progress
     )
 
+    verified: dict[int, EvalResult] = {}
+
     def on_result(
-        job: tuple[int, str], value: tuple[int, str, list[str]] | None, error: BaseException | None
+        job: tuple[int, str],
+        value: tuple[int, str, list[str], dict[str, Any]] | None,
+        error: BaseException | None,
     ) -> bool:
         index = job[0]
         if error is not None:
@@ -315,8 +390,9 @@ def verify_bundle(
             found[index] = EpisodeVerdict(names[index], False, problems)
         else:
             assert value is not None
-            _, name, problems = value
+            _, name, problems, facts = value
             found[index] = EpisodeVerdict(name, not problems, problems)
+            verified[index] = verified_result(results[index], facts)
         bar.advance(pid)
         return True
 
@@ -331,5 +407,6 @@ def verify_bundle(
         episodes=verdicts,
         partial=bool(manifest.get("partial")),
         signer=signer,
-        results=results,
+        # what the replay and this vical's task data say, never the bundle's own claims
+        results=[verified[i] for i in sorted(verified)] if ok else [],
     )

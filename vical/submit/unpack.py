@@ -1,0 +1,660 @@
+"""Trusted reading of a results bundle: the signature first, then only what it lists.
+
+``vical verify`` reads an untrusted archive, so this stage trusts nothing it has
+not checked, in this order:
+
+1. the bundle file itself must be a regular file (never a FIFO, a device or
+   standard input), opened once and read twice from that descriptor;
+2. ``bundle/manifest.json`` (at most :data:`MAX_MANIFEST_BYTES`) and
+   ``bundle/manifest.sig`` (at most :data:`MAX_SIG_BYTES`) are read from the
+   archive stream without writing anything: :func:`vical.submit.bundle.make_bundle`
+   puts them first, otherwise the stream is scanned, every other member's data
+   skipped unread into memory and unwritten;
+3. both must be JSON objects with the expected field types, the manifest must
+   be of format :data:`~vical.submit.bundle.BUNDLE_FORMAT`, the signer's key must
+   be in the trusted keyring and its Ed25519 signature must match the manifest's
+   bytes; only then are the manifest's fields read: every path must be a plain
+   relative POSIX path (see :func:`check_rel_path`) and every file has a declared
+   sha256 and size, capped by :data:`MAX_FILES` and :data:`MAX_TOTAL_BYTES`;
+4. only then is anything extracted, by a tar reader written for this purpose
+   (not :mod:`tarfile`, whose pax and long-name handling reads headers of any
+   size into memory): a member must be a regular file the signed manifest
+   lists, with exactly its declared size, or a folder on the way to one; it is
+   written to a path built from the manifest's validated parts, its sha256
+   checked as it streams. Links, devices, FIFOs, sparse files, duplicates,
+   unlisted members and file/folder conflicts are refused, naming the member.
+
+Paths in the manifest are never opened on the host; nothing is written outside
+the destination folder; the disk used is at most the signed manifest's declared
+total. Every failure is a :class:`VerifyError` with a one-line message, for a
+corrupt or truncated gzip stream, a corrupt tar header, a non-UTF-8 name or JSON
+of the wrong type alike.
+
+``vical verify`` exits 0 when the bundle passes, 1 when it is rejected (any
+:class:`VerifyError` or a replay mismatch) and 2 when it could not run (no such
+bundle file, a bad option).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import re
+import stat
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from vical.submit.bundle import BUNDLE_FORMAT, TOP
+from vical.submit.keys import check, key_id, load_public
+
+MAX_MANIFEST_BYTES = 16 * 1024**2
+MAX_SIG_BYTES = 64 * 1024
+MAX_FILES = 200_000
+MAX_TOTAL_BYTES = 4 * 1024**3
+MAX_EXT_HEADER_BYTES = 64 * 1024  # one pax header or GNU long name
+MAX_EXT_HEADERS = 3  # extension headers in a row before one member
+MAX_PATH_BYTES = 1024
+MAX_PART_BYTES = 255
+# how far the manifest search may read when the manifest is not first
+MAX_SCAN_MEMBERS = MAX_FILES + 1000
+MAX_SCAN_BYTES = MAX_TOTAL_BYTES + 512 * 1024**2
+
+RESERVED = ("manifest.json", "manifest.sig")
+_BLOCK = 512
+_CHUNK = 1 << 20
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+# manifest fields (besides format and files) and the JSON type each must have
+_MANIFEST_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "created_at": str,
+    "partial": bool,
+    "missing_tasks": list,
+    "submitter": dict,
+    "fingerprint": dict,
+    "summary": dict,
+}
+_SUBMITTER_FIELDS = ("team", "model", "endpoint_kind")
+
+
+class VerifyError(ValueError):
+    """A bundle failed a check; the message names the check and what is wrong."""
+
+    def __init__(self, stage: str, msg: str):
+        super().__init__(f"[{stage}] {msg}")
+        self.stage = stage
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One file the signed manifest lists."""
+
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class SignedManifest:
+    """A manifest whose signature matched a trusted key, with its files validated."""
+
+    manifest: dict[str, Any]
+    raw: bytes
+    signer: str
+    files: dict[str, FileEntry]
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(f.size for f in self.files.values())
+
+
+# -- paths ---------------------------------------------------------------------
+def _bad_char(s: str) -> str | None:
+    for c in s:
+        if c == "\\":
+            return "a backslash"
+        if ord(c) < 0x20 or ord(c) == 0x7F:
+            return f"control character {c!r}"
+    return None
+
+
+def check_rel_path(rel: Any, stage: str = "manifest", reserved_ok: bool = False) -> tuple[str, ...]:
+    """The parts of ``rel``, a file path inside ``bundle/``, or raise :class:`VerifyError`.
+
+    Allowed: a relative POSIX path of non-empty parts other than ``.`` and ``..``,
+    without backslashes, NUL or other control characters, valid UTF-8, at most
+    :data:`MAX_PATH_BYTES` long, and not one of the two manifest files.
+    """
+    if not isinstance(rel, str):
+        raise VerifyError(stage, f"path {rel!r} is not a string")
+    try:
+        size = len(rel.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise VerifyError(stage, f"path {rel!r} is not valid UTF-8") from None
+    if not rel:
+        raise VerifyError(stage, "empty path")
+    if size > MAX_PATH_BYTES:
+        raise VerifyError(stage, f"path {rel[:80]!r}... is longer than {MAX_PATH_BYTES} bytes")
+    if rel.startswith("/"):
+        raise VerifyError(stage, f"absolute path {rel!r}: paths must be relative to {TOP}/")
+    bad = _bad_char(rel)
+    if bad:
+        raise VerifyError(stage, f"path {rel!r} contains {bad}")
+    parts = tuple(rel.split("/"))
+    for part in parts:
+        if part == "..":
+            raise VerifyError(stage, f"path with '..' {rel!r}")
+        if part in ("", "."):
+            raise VerifyError(stage, f"path {rel!r} has an empty or '.' part")
+        if len(part.encode()) > MAX_PART_BYTES:
+            raise VerifyError(stage, f"path {rel!r} has a part longer than {MAX_PART_BYTES} bytes")
+    if rel in RESERVED and not reserved_ok:
+        raise VerifyError(stage, f"{rel!r} cannot be listed as a bundle file")
+    return parts
+
+
+# -- the bundle file and its decompressed stream -----------------------------------
+def open_bundle(bundle: Path) -> BinaryIO:
+    """Open ``bundle`` for reading; it must be a regular file (never a FIFO or device)."""
+    try:
+        fd = os.open(bundle, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise VerifyError("unpack", f"{bundle}: cannot open ({e.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise VerifyError("unpack", f"{bundle}: not a regular file (device, FIFO or folder)")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+class _Stream:
+    """The archive's bytes (gunzipped if needed), read forward only, with a cap."""
+
+    def __init__(self, raw: BinaryIO, limit: int):
+        raw.seek(0)
+        magic = raw.read(2)
+        raw.seek(0)
+        self._f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
+        self.pos = 0
+        self.limit = limit
+
+    def _read_some(self, n: int) -> bytes:
+        try:
+            return self._f.read(n)
+        except (OSError, EOFError, zlib.error) as e:
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise VerifyError(
+                "unpack", f"gzip stream corrupt or truncated near byte {self.pos}: {msg}"
+            ) from None
+
+    def read(self, n: int, at_header: bool = False) -> bytes:
+        """Exactly ``n`` bytes; ``b""`` at a clean end of stream when ``at_header``."""
+        if self.pos + n > self.limit:
+            raise VerifyError(
+                "unpack", f"archive longer than the {self.limit} bytes allowed: refusing"
+            )
+        out = bytearray()
+        while len(out) < n:
+            chunk = self._read_some(min(n - len(out), _CHUNK))
+            if not chunk:
+                if at_header and not out:
+                    return b""
+                raise VerifyError(
+                    "unpack", f"archive truncated: ends at byte {self.pos + len(out)} mid-member"
+                )
+            out += chunk
+        self.pos += n
+        return bytes(out)
+
+    def chunks(self, n: int, name: str) -> Iterator[bytes]:
+        """The ``n`` data bytes of member ``name``, in pieces of at most 1 MiB."""
+        if self.pos + n > self.limit:
+            raise VerifyError(
+                "unpack",
+                f"member {name!r} declares {n} bytes, past the {self.limit} bytes "
+                "this archive may hold: refusing",
+            )
+        while n > 0:
+            piece = self.read(min(n, _CHUNK))
+            n -= len(piece)
+            yield piece
+
+
+# -- tar headers -------------------------------------------------------------------
+@dataclass
+class _Member:
+    name: str
+    kind: str  # "file", "dir", "hardlink", "symlink", "chardev", "blockdev", "fifo", ...
+    size: int
+    linkname: str
+    offset: int
+
+
+_KINDS = {
+    b"0": "file",
+    b"\0": "file",
+    b"7": "file-contiguous",
+    b"1": "hardlink",
+    b"2": "symlink",
+    b"3": "chardev",
+    b"4": "blockdev",
+    b"5": "dir",
+    b"6": "fifo",
+    b"S": "sparse",
+}
+
+
+def _corrupt(offset: int, what: str) -> VerifyError:
+    return VerifyError("unpack", f"corrupt tar header at byte {offset}: {what}")
+
+
+def _number(field: bytes, offset: int, what: str) -> int:
+    if field and field[0] & 0x80:  # GNU base-256
+        if field[0] == 0xFF:
+            raise _corrupt(offset, f"negative {what}")
+        return int.from_bytes(bytes([field[0] & 0x7F]) + field[1:], "big")
+    s = field.split(b"\0", 1)[0].strip(b" ")
+    if not s:
+        return 0
+    if not re.fullmatch(rb"[0-7]+", s):
+        raise _corrupt(offset, f"{what} {s[:20]!r} is not an octal number")
+    return int(s, 8)
+
+
+def _text(raw: bytes, offset: int, what: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise VerifyError(
+            "unpack", f"tar member at byte {offset}: {what} {raw[:80]!r} is not UTF-8"
+        ) from None
+
+
+def _cstr(field: bytes) -> bytes:
+    return field.split(b"\0", 1)[0]
+
+
+def _parse_pax(data: bytes, offset: int) -> dict[str, str]:
+    out: dict[str, str] = {}
+    pos = 0
+    while pos < len(data):
+        if data[pos:].strip(b"\0") == b"":
+            break
+        sp = data.find(b" ", pos, pos + 12)
+        if sp < 0 or not data[pos:sp].isdigit():
+            raise _corrupt(offset, "bad pax record length")
+        length = int(data[pos:sp])
+        record = data[pos : pos + length]
+        if length <= sp - pos + 1 or len(record) != length or not record.endswith(b"\n"):
+            raise _corrupt(offset, "bad pax record")
+        key, eq, value = record[sp - pos + 1 : -1].partition(b"=")
+        if not eq:
+            raise _corrupt(offset, "pax record without '='")
+        out[_text(key, offset, "pax key")] = _text(value, offset, "pax value")
+        pos += length
+    return out
+
+
+def _members(stream: _Stream) -> Iterator[_Member]:
+    """Tar members in order; extension headers are applied, their data capped."""
+    pending: dict[str, str] = {}
+    ext = 0
+    while True:
+        offset = stream.pos
+        hdr = stream.read(_BLOCK, at_header=True)
+        if not hdr or hdr == bytes(_BLOCK):
+            if ext:
+                raise _corrupt(offset, "extension header without a member after it")
+            return
+        stored = _number(hdr[148:156], offset, "checksum")
+        unsigned = sum(hdr[:148]) + 8 * 32 + sum(hdr[156:])
+        signed = unsigned - 256 * sum(1 for b in hdr[:148] + hdr[156:] if b & 0x80)
+        if stored not in (unsigned, signed):
+            raise _corrupt(offset, "checksum mismatch")
+        typeflag = hdr[156:157]
+        size = _number(hdr[124:136], offset, "size")
+        if typeflag in (b"x", b"L", b"K"):
+            ext += 1
+            if ext > MAX_EXT_HEADERS:
+                raise _corrupt(offset, f"more than {MAX_EXT_HEADERS} extension headers in a row")
+            if size > MAX_EXT_HEADER_BYTES:
+                raise VerifyError(
+                    "unpack",
+                    f"extension header at byte {offset} is {size} bytes "
+                    f"(more than {MAX_EXT_HEADER_BYTES}): refusing",
+                )
+            data = stream.read(-(-size // _BLOCK) * _BLOCK)[:size]
+            if typeflag == b"x":
+                pending.update(_parse_pax(data, offset))
+            else:
+                key = "path" if typeflag == b"L" else "linkpath"
+                pending[key] = _text(_cstr(data), offset, "GNU long name")
+            continue
+        if typeflag == b"g":
+            raise VerifyError("unpack", f"global pax header at byte {offset}: not supported")
+        name_raw = _cstr(hdr[0:100])
+        if hdr[257:263] == b"ustar\0":  # POSIX ustar: a prefix may hold the start of the name
+            prefix = _cstr(hdr[345:500])
+            if prefix:
+                name_raw = prefix + b"/" + name_raw
+        name = pending.get("path") or _text(name_raw, offset, "member name")
+        linkname = pending.get("linkpath") or _text(_cstr(hdr[157:257]), offset, "link name")
+        if any(k.startswith("GNU.sparse") for k in pending):
+            kind = "sparse"
+        else:
+            kind = _KINDS.get(typeflag, f"type {typeflag!r}")
+        if "size" in pending:
+            if not pending["size"].isdigit() or len(pending["size"]) > 20:
+                raise _corrupt(offset, f"pax size {pending['size'][:30]!r}")
+            size = int(pending["size"])
+        if kind == "file" and typeflag == b"\0" and name.endswith("/"):
+            kind = "dir"
+        pending, ext = {}, 0
+        yield _Member(name, kind, size, linkname, offset)
+
+
+def _check_member(m: _Member) -> tuple[str, ...]:
+    """Parts under ``bundle/`` of an acceptable member (a regular file or a folder)."""
+    name = m.name
+    if name.startswith("/"):
+        raise VerifyError("unpack", f"absolute path in archive: {name!r}")
+    if ".." in name.split("/"):
+        raise VerifyError("unpack", f"path with '..' in archive: {name!r}")
+    if m.kind in ("hardlink", "symlink"):
+        raise VerifyError("unpack", f"link in archive: {name!r} -> {m.linkname!r} ({m.kind})")
+    if m.kind in ("chardev", "blockdev", "fifo"):
+        raise VerifyError("unpack", f"special file (device/fifo) in archive: {name!r} ({m.kind})")
+    if m.kind == "sparse":
+        raise VerifyError("unpack", f"sparse file in archive: {name!r}")
+    if m.kind not in ("file", "dir"):
+        raise VerifyError("unpack", f"unsupported member {name!r} ({m.kind})")
+    if m.kind == "dir":
+        name = name.rstrip("/")
+        if m.size:
+            raise VerifyError("unpack", f"folder {m.name!r} carries {m.size} bytes of data")
+    elif name.endswith("/"):
+        raise VerifyError("unpack", f"regular file with a folder name: {name!r}")
+    if name == TOP:
+        if m.kind == "file":
+            raise VerifyError("unpack", f"{TOP!r} is a file; it must be the bundle's folder")
+        return ()
+    if not name.startswith(TOP + "/"):
+        raise VerifyError("unpack", f"file outside '{TOP}/' in archive: {name!r}")
+    return check_rel_path(name[len(TOP) + 1 :], stage="unpack", reserved_ok=True)
+
+
+# -- 1-3. manifest and signature ---------------------------------------------------
+def _read_manifest_pair(f: BinaryIO) -> tuple[bytes, bytes]:
+    stream = _Stream(f, MAX_SCAN_BYTES)
+    found: dict[str, bytes] = {}
+    caps = {"manifest.json": MAX_MANIFEST_BYTES, "manifest.sig": MAX_SIG_BYTES}
+    for count, m in enumerate(_members(stream)):
+        if count >= MAX_SCAN_MEMBERS:
+            raise VerifyError(
+                "manifest", f"no manifest.json and manifest.sig in the first {count} members"
+            )
+        parts = _check_member(m)
+        data_len = -(-m.size // _BLOCK) * _BLOCK
+        if len(parts) == 1 and parts[0] in caps and m.kind == "dir":
+            raise VerifyError("manifest", f"{m.name!r} is a folder, not a file")
+        if len(parts) != 1 or parts[0] not in caps or m.kind != "file":
+            for _ in stream.chunks(data_len, m.name):
+                pass
+            continue
+        which = parts[0]
+        if which in found:
+            raise VerifyError("unpack", f"duplicate member {m.name!r}")
+        if m.size > caps[which]:
+            raise VerifyError(
+                "manifest", f"{m.name!r} is {m.size} bytes, more than {caps[which]}: refusing"
+            )
+        found[which] = stream.read(data_len)[: m.size]
+        if len(found) == 2:
+            return found["manifest.json"], found["manifest.sig"]
+    raise VerifyError("manifest", f"{TOP}/manifest.json or {TOP}/manifest.sig is missing")
+
+
+def _json_object(data: bytes, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError) as e:  # JSONDecodeError and bad UTF-8 are ValueErrors
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise VerifyError("manifest", f"{what} is not JSON: {msg}") from None
+    if not isinstance(value, dict):
+        raise VerifyError("manifest", f"{what} must be a JSON object, not a {type(value).__name__}")
+    return value
+
+
+def _check_signature(mbytes: bytes, sig: dict[str, Any], trusted: dict[str, Any]) -> str:
+    for field in ("public_key", "signature"):
+        if not isinstance(sig.get(field), str):
+            raise VerifyError(
+                "signature",
+                f"manifest.sig: {field!r} must be a string, not {sig.get(field)!r}"[:200],
+            )
+    if sig.get("algorithm", "ed25519") != "ed25519":
+        raise VerifyError("signature", f"manifest.sig: unsupported algorithm {sig['algorithm']!r}")
+    if not trusted:
+        from vical.submit.verify import DEFAULT_KEYRING
+
+        raise VerifyError(
+            "signature",
+            "no trusted public key: pass --pubkey FILE or put the "
+            f"submitter's key in {DEFAULT_KEYRING}/",
+        )
+    try:
+        signer = load_public(sig["public_key"].encode(), "bundle signer key")
+    except Exception as e:  # KeyError_, or an unsupported key type from cryptography
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise VerifyError("signature", msg) from None
+    kid = key_id(signer)
+    if kid not in trusted:
+        raise VerifyError(
+            "signature",
+            f"bundle signed by unknown key {kid}; trusted keys: "
+            f"{', '.join(sorted(trusted)) or 'none'}",
+        )
+    if not check(trusted[kid], mbytes, sig["signature"]):
+        raise VerifyError(
+            "signature",
+            f"signature does not match manifest.json (key {kid}): "
+            "the manifest was changed after signing",
+        )
+    return kid
+
+
+def _check_fields(manifest: dict[str, Any]) -> dict[str, FileEntry]:
+    for key, kind in _MANIFEST_FIELDS.items():
+        if not isinstance(manifest.get(key), kind):
+            raise VerifyError(
+                "manifest",
+                f"field {key!r} is missing or not a JSON {getattr(kind, '__name__', kind)}",
+            )
+    if not all(isinstance(t, str) for t in manifest["missing_tasks"]):
+        raise VerifyError("manifest", "field 'missing_tasks' must list task ids (strings)")
+    for key in _SUBMITTER_FIELDS:
+        if not isinstance(manifest["submitter"].get(key), str):
+            raise VerifyError("manifest", f"field 'submitter.{key}' is missing or not a string")
+    listed = manifest.get("files")
+    if not isinstance(listed, dict) or not listed:
+        raise VerifyError("manifest", "field 'files' must be a non-empty JSON object")
+    if len(listed) > MAX_FILES:
+        raise VerifyError("manifest", f"lists {len(listed)} files, more than {MAX_FILES}")
+    files: dict[str, FileEntry] = {}
+    total = 0
+    folders: set[str] = set()
+    for rel, entry in listed.items():
+        parts = check_rel_path(rel)
+        if not isinstance(entry, dict):
+            raise VerifyError("manifest", f"{rel!r}: entry must be {{'sha256': ..., 'size': ...}}")
+        digest, size = entry.get("sha256"), entry.get("size")
+        if not isinstance(digest, str) or not _HEX64.fullmatch(digest):
+            raise VerifyError("manifest", f"{rel!r}: sha256 must be 64 lowercase hex digits")
+        if type(size) is not int or size < 0:
+            raise VerifyError("manifest", f"{rel!r}: size must be a whole number of bytes")
+        total += size
+        if total > MAX_TOTAL_BYTES:
+            raise VerifyError("manifest", f"files total more than {MAX_TOTAL_BYTES} bytes")
+        files[rel] = FileEntry(digest, size)
+        folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    clash = sorted(folders & files.keys())
+    if clash:
+        raise VerifyError("manifest", f"{clash[0]!r} is listed as a file and used as a folder")
+    return files
+
+
+def read_signed_manifest(f: BinaryIO, trusted: dict[str, Any]) -> SignedManifest:
+    """Read, parse and authenticate the manifest of the open bundle ``f``; write nothing."""
+    mbytes, sbytes = _read_manifest_pair(f)
+    manifest = _json_object(mbytes, "manifest.json")
+    fmt = manifest.get("format")
+    if type(fmt) is int and fmt == 1:
+        raise VerifyError(
+            "manifest",
+            "bundle format 1 (no file sizes) is no longer accepted: "
+            "re-pack the run with this vical (`vical submit RUN --key KEY`)",
+        )
+    if fmt != BUNDLE_FORMAT or type(fmt) is not int:
+        raise VerifyError("manifest", f"unknown bundle format {str(fmt)[:40]!r}")
+    sig = _json_object(sbytes, "manifest.sig")
+    signer = _check_signature(mbytes, sig, trusted)
+    files = _check_fields(manifest)
+    return SignedManifest(manifest, mbytes, signer, files)
+
+
+# -- 4. extraction -------------------------------------------------------------------
+def _extract(
+    f: BinaryIO,
+    dest: Path,
+    listed: dict[str, FileEntry] | None,
+    max_bytes: int = MAX_TOTAL_BYTES,
+    max_files: int = MAX_FILES,
+) -> None:
+    """Write the archive's files under ``dest/bundle``; see :func:`extract_signed`."""
+    dest = Path(dest)
+    if listed is not None:
+        folders = {""}
+        for rel in listed:
+            parts = rel.split("/")
+            folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
+        limit = sum(e.size for e in listed.values()) + MAX_MANIFEST_BYTES + MAX_SIG_BYTES
+        limit += (len(listed) + len(folders) + 4) * (
+            MAX_EXT_HEADERS * (MAX_EXT_HEADER_BYTES + _BLOCK) + _BLOCK
+        )
+        max_files = len(listed)
+    else:
+        limit = MAX_SCAN_BYTES
+    stream = _Stream(f, limit + 2 * _BLOCK)
+    seen: set[str] = set()
+    seen_dirs: set[str] = set()
+    total = 0
+    count = 0
+    for m in _members(stream):
+        parts = _check_member(m)
+        rel = "/".join(parts)
+        if m.kind == "dir":
+            if rel in seen_dirs:
+                raise VerifyError("unpack", f"duplicate member {m.name!r}")
+            if rel in seen or (listed is not None and rel in listed):
+                raise VerifyError("unpack", f"{m.name!r} is a folder but is listed as a file")
+            if listed is not None and rel not in folders:
+                raise VerifyError("unpack", f"folder not in the manifest: {m.name!r}")
+            if listed is None and len(seen_dirs) >= max_files:
+                raise VerifyError("unpack", f"more than {max_files} folders: refusing")
+            seen_dirs.add(rel)
+            continue
+        if rel in RESERVED and listed is not None:
+            if rel in seen:
+                raise VerifyError("unpack", f"duplicate member {m.name!r}")
+            seen.add(rel)  # already read and checked by read_signed_manifest
+            for _ in stream.chunks(-(-m.size // _BLOCK) * _BLOCK, m.name):
+                pass
+            continue
+        if rel in seen:
+            raise VerifyError("unpack", f"duplicate member {m.name!r}")
+        if rel in seen_dirs or any("/".join(parts[:i]) in seen for i in range(1, len(parts))):
+            raise VerifyError("unpack", f"{m.name!r}: a file and a folder share this path")
+        entry = None
+        if listed is not None:
+            entry = listed.get(rel)
+            if entry is None:
+                raise VerifyError("manifest", f"file not listed in the manifest: {m.name!r}")
+            if m.size != entry.size:
+                raise VerifyError(
+                    "manifest",
+                    f"size mismatch (file changed after packing): {rel} is {m.size} bytes, "
+                    f"the manifest says {entry.size}",
+                )
+        count += 1
+        total += m.size
+        if count > max_files:
+            raise VerifyError("unpack", f"more than {max_files} files: refusing")
+        if total > max_bytes:
+            raise VerifyError("unpack", f"content exceeds {max_bytes} bytes: refusing")
+        seen.add(rel)
+        target = dest.joinpath(TOP, *parts)
+        digest = hashlib.sha256()
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(target, flags, 0o644)
+            with os.fdopen(fd, "wb") as out:
+                left = m.size
+                for piece in stream.chunks(-(-m.size // _BLOCK) * _BLOCK, m.name):
+                    data = piece[:left]
+                    left -= len(data)
+                    digest.update(data)
+                    out.write(data)
+        except OSError as e:  # e.g. the disk is full; the rules above exclude clashes
+            raise VerifyError("unpack", f"cannot write {rel}: {e.strerror or e}") from None
+        if entry is not None and digest.hexdigest() != entry.sha256:
+            raise VerifyError("manifest", f"sha256 mismatch (file changed after packing): {rel}")
+    if listed is not None:
+        missing = sorted(set(listed) - seen)
+        if missing:
+            raise VerifyError("manifest", f"listed file missing from the bundle: {missing[0]}")
+
+
+def extract_signed(f: BinaryIO, dest: Path, signed: SignedManifest) -> Path:
+    """Extract the files ``signed`` lists from the open bundle ``f`` into ``dest/bundle``.
+
+    Every member must be one of them (or a folder on the way to one) with its
+    declared size and sha256; the manifest files themselves are skipped. Returns
+    ``dest/bundle``.
+    """
+    _extract(f, dest, signed.files)
+    return Path(dest) / TOP
+
+
+def unpack_bundle(
+    bundle: Path, dest: Path, trusted: dict[str, Any]
+) -> tuple[Path, dict[str, Any], str]:
+    """Authenticate ``bundle`` against ``trusted`` keys, then extract it into ``dest``.
+
+    Returns (``dest/bundle``, the signed manifest, the signer's key id); raises
+    :class:`VerifyError` for any problem, before extracting anything when the
+    manifest or its signature is at fault.
+    """
+    with open_bundle(Path(bundle)) as f:
+        signed = read_signed_manifest(f, trusted)
+        root = extract_signed(f, dest, signed)
+    return root, signed.manifest, signed.signer
+
+
+def safe_extract(
+    bundle: Path, dest: Path, max_bytes: int = MAX_TOTAL_BYTES, max_files: int = MAX_FILES
+) -> None:
+    """Extract a bundle's regular files under ``dest/bundle`` without checking its manifest.
+
+    For tools and tests that take apart a bundle they made; :func:`unpack_bundle`
+    is what ``vical verify`` uses. The same member rules and caps apply (no links,
+    devices, duplicates, paths outside ``bundle/``), but any file is accepted.
+    """
+    with open_bundle(Path(bundle)) as f:
+        _extract(f, dest, None, max_bytes=max_bytes, max_files=max_files)
