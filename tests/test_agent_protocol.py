@@ -606,11 +606,9 @@ def test_huge_replies_are_capped_in_log_history_and_replay(server, tmp_path):
 def test_preflight_passes_with_any_reply_text_and_sends_no_image(server):
     for model in ("random", "fault-malformed", "fault-empty"):
         chat_agent(server, model=model).preflight()
-    bodies = bodies_for(server, "fault-malformed")
-    assert 1 <= len(bodies) <= 2  # one request, or one retry when the machine is slow
-    for body in bodies:
-        assert [m["role"] for m in body["messages"]] == ["user"]
-        assert all(p["type"] == "text" for p in body["messages"][0]["content"])
+    body = bodies_for(server, "fault-malformed")[-1]  # this test's preflight (the last)
+    assert [m["role"] for m in body["messages"]] == ["user"]
+    assert all(p["type"] == "text" for p in body["messages"][0]["content"])
 
 
 def test_preflight_keeps_the_output_limit(server):

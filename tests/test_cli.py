@@ -123,3 +123,65 @@ def test_sheet(tmp_path, env):
 def test_unknown_backend_lists_choices():
     r = runner.invoke(app, ["eval", "--agent", "nope", "--tasks", "taxi/state1"])
     assert r.exit_code == 2 and "random" in r.output
+
+
+# ---------------------------------------------------------------------------
+# VicalError: one error line and its exit code, from one handler
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["tasks", "list", "--tasks", "zzz/*"], "task pattern 'zzz/*' matches no task"),
+        (["eval", "--tasks", "zzz/*"], "task pattern 'zzz/*' matches no task"),
+        (["tasks", "show", "taxi/nope"], "unknown task 'taxi/nope'"),
+        (["dataset", "stats", "--tasks", "nope*"], "task pattern 'nope*' matches no task"),
+    ],
+)
+def test_task_data_errors_end_as_one_error_line_with_status_2(args, needle):
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2, r.output
+    assert isinstance(r.exception, SystemExit)  # no traceback
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0]
+
+
+def test_the_root_group_turns_any_vical_error_into_its_exit_code():
+    import typer
+
+    from vical.cli import _RootGroup
+    from vical.errors import VicalError
+
+    class Busy(VicalError):
+        exit_code = 3
+
+    probe = typer.Typer(cls=_RootGroup)
+
+    @probe.command("busy")
+    def busy() -> None:
+        raise Busy("the folder [b]x[/b] is in use")
+
+    @probe.command("bug")
+    def bug() -> None:
+        raise ValueError("not a VicalError")
+
+    r = runner.invoke(probe, ["busy"])
+    assert r.exit_code == 3 and isinstance(r.exception, SystemExit)
+    assert r.stderr == "error: the folder [b]x[/b] is in use\n"  # printed as is, no markup
+    r = runner.invoke(probe, ["bug"])
+    assert isinstance(r.exception, ValueError)  # other exceptions are not swallowed
+
+
+def test_a_folder_without_task_files_is_one_error_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    r = subprocess.run(
+        [sys.executable, "-m", "vical.cli", "tasks", "list"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "VICAL_TASKS_DIR": str(tmp_path)},
+        timeout=120,
+    )
+    assert r.returncode == 2
+    assert r.stderr == f"error: {tmp_path}: no task files (*.yaml) found\n"

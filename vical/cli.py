@@ -12,13 +12,30 @@ from typing import NoReturn
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
 
 from vical import __version__
+from vical.errors import VicalError
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
+
+class _RootGroup(TyperGroup):
+    """The ``vical`` group. Its ``invoke`` runs every command, so it is the one place
+    where a :class:`~vical.errors.VicalError` a command lets through becomes one
+    ``error: <message>`` line and the error's exit code (through the console
+    script and through ``typer.testing.CliRunner`` alike)."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except VicalError as e:
+            fail(str(e), e.exit_code)
+
+
 app = typer.Typer(
+    cls=_RootGroup,
     help="vical: evaluate multimodal agents on the V-ICAL benchmark (342 tasks, 37 games).",
     no_args_is_help=True,
     add_completion=False,
@@ -75,22 +92,17 @@ def _root(
 # tasks
 # ---------------------------------------------------------------------------
 def _envs():
-    """Every environment's spec, or one error line naming the bad task file."""
-    from vical.spec import TaskSpecError, load_envs
+    """Every environment's spec (a bad task file is a TaskSpecError: one error line)."""
+    from vical.spec import load_envs
 
-    try:
-        return load_envs()
-    except TaskSpecError as e:
-        fail(str(e))
+    return load_envs()
 
 
 def _select(patterns: str | None):
-    from vical.spec import TaskSpecError, select_tasks
+    """The tasks the globs select (no match is a TaskSpecError: one error line)."""
+    from vical.spec import select_tasks
 
-    try:
-        return select_tasks(patterns)
-    except TaskSpecError as e:
-        fail(str(e))
+    return select_tasks(patterns)
 
 
 @tasks_app.command("list")
@@ -145,12 +157,9 @@ def tasks_show(
 ) -> None:
     """Show one task's settings, rules and actions; optionally save its start frame."""
     from vical.envs import make_env
-    from vical.spec import TaskSpecError, get_task
+    from vical.spec import get_task
 
-    try:
-        t = get_task(task_id)
-    except TaskSpecError as e:
-        fail(str(e))
+    t = get_task(task_id)
     spec = t.env
     console.print(f"[bold]{t.id}[/] ({spec.name}, paper id {spec.paper_id}, {t.variant.kind})")
     console.print(
@@ -920,13 +929,19 @@ def verify_cmd(
     """
 
     from vical.run.pool import Interrupted
-    from vical.submit.verify import VerifyError, verify_bundle
+    from vical.submit.verify import DEFAULT_KEYRING, VerifyError, verify_bundle
 
-    if not bundle.is_file():
+    if not bundle.exists():
         fail(f"{bundle}: no such bundle file", code=2)
     for p in pubkey or []:
         if not p.is_file():
             fail(f"--pubkey {p}: no such public key file", code=2)
+    if not pubkey and not sorted(DEFAULT_KEYRING.glob("*.pub")):
+        fail(
+            f"no trusted public key: pass --pubkey FILE or put the submitter's key in "
+            f"{DEFAULT_KEYRING}/",
+            code=2,
+        )
     try:
         v = verify_bundle(bundle, pubkeys=pubkey or None, workers=workers)
     except (Interrupted, KeyboardInterrupt):

@@ -16,6 +16,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from vical.errors import TaskDataError
+
 # The embedded task data; VICAL_TASKS_DIR points at another folder of task files.
 TASKS_DIR = Path(os.environ.get("VICAL_TASKS_DIR") or Path(__file__).parent / "tasks")
 
@@ -25,7 +27,7 @@ Outcome = Literal["Victory", "Terminated", "Time Out", "Draw"]
 OUTCOMES: tuple[str, ...] = ("Victory", "Terminated", "Time Out", "Draw")
 
 
-class TaskSpecError(ValueError):
+class TaskSpecError(TaskDataError, ValueError):
     """A task file could not be loaded; the message names file, task and field."""
 
 

@@ -18,11 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from vical.errors import AgentConfigError
+from vical.outcomes import AGENT_FAILURES, FailureMode  # what a Decision's failure may be
 from vical.spec import TaskSpec
 
-# Failure modes (paper Appendix 5.1) an agent may report; the runner adds
-# "timeout" (budget reached without a pass) and "early_termination".
-AGENT_FAILURES = ("invalid_action", "token_overflow", "api_error")
+
+class UnknownAgent(AgentConfigError, ValueError):
+    """No backend is registered or declared under the name asked for."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ class Decision:
     """An agent's answer. ``action`` is None when ``failure`` ends the episode."""
 
     action: str | None
-    failure: str | None = None
+    failure: FailureMode | None = None
     records: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     # media referenced by records: sha256 -> (bytes, mime type); stored once per episode
@@ -61,8 +63,11 @@ class Decision:
     def __post_init__(self) -> None:
         if (self.action is None) == (self.failure is None):
             raise ValueError("a Decision has exactly one of action or failure")
-        if self.failure is not None and self.failure not in AGENT_FAILURES:
-            raise ValueError(f"unknown failure mode {self.failure!r}; known: {AGENT_FAILURES}")
+        if self.failure is not None:
+            if self.failure not in AGENT_FAILURES:
+                known = ", ".join(sorted(AGENT_FAILURES))
+                raise ValueError(f"unknown failure mode {self.failure!r}; known: {known}")
+            self.failure = FailureMode(self.failure)
 
 
 class Agent(ABC):
@@ -135,6 +140,6 @@ def get_agent(name: str, **kwargs: Any) -> Agent:
     if name not in _REGISTRY:
         mod = _MODULES.get(name)
         if mod is None:
-            raise ValueError(f"unknown agent {name!r}; available: {', '.join(agent_names())}")
+            raise UnknownAgent(f"unknown agent {name!r}; available: {', '.join(agent_names())}")
         importlib.import_module(mod)
     return _REGISTRY[name](**kwargs)

@@ -93,6 +93,7 @@ from vical.agent import prompts
 from vical.agent.base import Agent, Decision, EpisodeContext, Observation
 from vical.agent.parse import parse_reply, split_think
 from vical.agent.redact import redact_text, redact_url, url_secrets
+from vical.errors import AgentConfigError
 
 Part = dict[str, Any]  # {"type": "text", "text"} | {"type": "image"|"video", "sha256", "mime"}
 Message = dict[str, Any]  # {"role": "user"|"assistant", "content": [Part, ...]}
@@ -133,11 +134,11 @@ _CONTEXT_PHRASES = (
 )
 
 
-class ApiKeyMissing(RuntimeError):
+class ApiKeyMissing(AgentConfigError, RuntimeError):
     """The environment variable that should hold the API key is not set."""
 
 
-class PreflightError(RuntimeError):
+class PreflightError(AgentConfigError, RuntimeError):
     """The preflight request failed; the message is one line saying what to check."""
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from vical.outcomes import ENVIRONMENT_FAILURES, FAILURE_MODES, FailureMode, episode_name
 from vical.run.results import EvalResult
 
 Runs = Mapping[str, list[EvalResult]]
@@ -80,10 +81,11 @@ def failure_modes(runs: Runs) -> list[dict[str, Any]]:
 
     A failure is an episode without a pass. Shares are conditional on failure.
     Failure modes are the runner's: timeout, early_termination (in-environment
-    failure or death), invalid_action, token_overflow, api_error.
+    failure or death), invalid_action, token_overflow, api_error
+    (:data:`vical.outcomes.FAILURE_MODES`), plus ``unknown`` for a failed
+    episode without a mode.
     """
-    from vical.run.results import FAILURE_MODES
-
+    modes = [*(m.value for m in FAILURE_MODES), "unknown"]
     rows = []
     for name, results in runs.items():
         failed = [r for r in results if not r.passed]
@@ -94,10 +96,8 @@ def failure_modes(runs: Runs) -> list[dict[str, Any]]:
                 "episodes": len(results),
                 "passed": len(results) - len(failed),
                 "failed": len(failed),
-                "counts": {m: counts.get(m, 0) for m in (*FAILURE_MODES, "unknown")},
-                "shares": {
-                    m: _share(counts.get(m, 0), len(failed)) for m in (*FAILURE_MODES, "unknown")
-                },
+                "counts": {m: counts.get(m, 0) for m in modes},
+                "shares": {m: _share(counts.get(m, 0), len(failed)) for m in modes},
             }
         )
     return rows
@@ -113,16 +113,16 @@ def failure_by_type(results: list[EvalResult]) -> list[dict[str, Any]]:
     token overflow, API error) are counted in ``other`` and left out of φ.
     """
     failed = [r for r in results if not r.passed]
-    in_env = [r for r in failed if r.failure_mode in ("timeout", "early_termination")]
-    is_timeout = [r.failure_mode == "timeout" for r in in_env]
+    in_env = [r for r in failed if r.failure_mode in ENVIRONMENT_FAILURES]
+    is_timeout = [r.failure_mode == FailureMode.TIMEOUT for r in in_env]
     rows = []
     for t in GAME_TYPES:
         members = [r for r in results if t in r.tags.get("types", [])]
         if not members:
             continue
         f = [r for r in members if not r.passed]
-        et = sum(r.failure_mode == "early_termination" for r in f)
-        to = sum(r.failure_mode == "timeout" for r in f)
+        et = sum(r.failure_mode == FailureMode.EARLY_TERMINATION for r in f)
+        to = sum(r.failure_mode == FailureMode.TIMEOUT for r in f)
         rows.append(
             {
                 "type": t,
@@ -157,7 +157,7 @@ def length_category(r: EvalResult) -> str:
         return "budget_reached"
     if r.passed:
         return "early_success"
-    if r.failure_mode == "early_termination":
+    if r.failure_mode == FailureMode.EARLY_TERMINATION:
         return "early_death"
     return "early_other"
 
@@ -423,7 +423,7 @@ def limitations(
                 "single": c.get("Single"),
                 "multiple": c.get("Multiple"),
                 "memory_gap": gap("Single", "Multiple"),
-                "token_overflow": sum(r.failure_mode == "token_overflow" for r in rs),
+                "token_overflow": sum(r.failure_mode == FailureMode.TOKEN_OVERFLOW for r in rs),
                 "fixated": fix.get(name, 0),
                 "conflicting": audit.get("conflicting"),
                 "responses": audit.get("responses"),
@@ -616,8 +616,6 @@ def trajectory_rows(runs: Runs, task_id: str, max_per_run: int = 3) -> list[dict
     ``same_start`` tells whether the episode's first frame hash equals the
     first row's (the same fixed initial state).
     """
-    from vical.run.runner import episode_name
-
     rows = []
     first: str | None = None
     for name, rs in runs.items():
@@ -633,7 +631,7 @@ def trajectory_rows(runs: Runs, task_id: str, max_per_run: int = 3) -> list[dict
                     "max_steps": r.max_steps,
                     "passed": r.passed,
                     "score": r.score,
-                    "outcome": r.outcome or r.failure_mode,
+                    "outcome": r.outcome or (str(r.failure_mode) if r.failure_mode else None),
                     "same_start": start == first,
                     "episode": episode_name(r.task_id, r.run_index),
                 }

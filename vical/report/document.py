@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from vical.outcomes import episode_name
 from vical.report import analyses as an
 from vical.report.table import RunReport, build_report
 from vical.run.results import (
@@ -120,7 +121,7 @@ def build_document(
     }
     infra = {
         name: [
-            {"episode": f"{r.env}__{r.variant}__r{r.run_index}", "task": r.task_id}
+            {"episode": episode_name(r.task_id, r.run_index), "task": r.task_id}
             for r in load_infrastructure_failures(folders[name])
         ]
         for name in with_ref

@@ -21,13 +21,16 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
+from vical.outcomes import FailureMode
+
+# bar colours by outcome, in stacking order: passed, then each failure mode, then unknown
 MODE_COLORS = {
     "passed": "#4caf50",
-    "early_termination": "#e57373",
-    "timeout": "#ffb74d",
-    "invalid_action": "#9575cd",
-    "token_overflow": "#4fc3f7",
-    "api_error": "#90a4ae",
+    FailureMode.EARLY_TERMINATION.value: "#e57373",
+    FailureMode.TIMEOUT.value: "#ffb74d",
+    FailureMode.INVALID_ACTION.value: "#9575cd",
+    FailureMode.TOKEN_OVERFLOW.value: "#4fc3f7",
+    FailureMode.API_ERROR.value: "#90a4ae",
     "unknown": "#bdbdbd",
 }
 TIER_COLORS = {"Easy": "#4caf50", "Medium": "#ffb300", "Hard": "#e53935"}
@@ -79,8 +82,12 @@ def failure_by_type_figure(rows: Sequence[Mapping[str, Any]], title_suffix: str 
     et = [100 * (r["early_termination"] or 0) for r in rows]
     to = [100 * (r["timeout"] or 0) for r in rows]
     fig, ax = plt.subplots(figsize=(8, 4))
-    ax.bar(x - 0.2, et, 0.4, color=MODE_COLORS["early_termination"], label="early termination")
-    ax.bar(x + 0.2, to, 0.4, color=MODE_COLORS["timeout"], label="timeout")
+    et_color, to_color = (
+        MODE_COLORS[FailureMode.EARLY_TERMINATION],
+        MODE_COLORS[FailureMode.TIMEOUT],
+    )
+    ax.bar(x - 0.2, et, 0.4, color=et_color, label="early termination")
+    ax.bar(x + 0.2, to, 0.4, color=to_color, label="timeout")
     for i, r in enumerate(rows):
         p = r["phi_timeout"]
         ax.text(i, 103, "φ=–" if p is None else f"φ={p:+.2f}", ha="center", fontsize=8)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from vical.outcomes import AGENT_FAILURES, ENVIRONMENT_FAILURES, FAILURE_MODES
 from vical.paper import TABLE1_COLUMNS, TABLE1_REFERENCE
 from vical.report.table import RunReport
 
@@ -101,7 +102,10 @@ def report_sections(doc: dict[str, Any]) -> list[Section]:
     a = doc["analyses"]
     out = [_table1(doc["runs"], doc["random"]), _per_env(doc["runs"], doc["random"])]
 
-    modes = ["timeout", "early_termination", "invalid_action", "token_overflow", "api_error"]
+    # the modes the environment decides first, then those the agent reports
+    modes = [m.value for m in FAILURE_MODES if m in ENVIRONMENT_FAILURES] + [
+        m.value for m in FAILURE_MODES if m in AGENT_FAILURES
+    ]
     out.append(
         Section(
             "failure_modes",

@@ -15,6 +15,7 @@ from statistics import mean
 
 from pydantic import BaseModel
 
+from vical.errors import RunFolderError
 from vical.paper import TABLE1_COLUMNS, TABLE1_REFERENCE
 from vical.run.results import EvalResult, load_results
 
@@ -51,7 +52,7 @@ def _column_members(tags: dict) -> list[str]:
 def build_report(results: list[EvalResult], name: str) -> RunReport:
     """Aggregate one run's results into Table-1 columns and per-environment rows."""
     if not results:
-        raise ValueError(f"{name}: no finished episodes to report")
+        raise RunFolderError(f"{name}: no finished episodes to report")
     by_task: dict[str, list[EvalResult]] = defaultdict(list)
     for r in results:
         by_task[r.task_id].append(r)

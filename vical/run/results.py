@@ -10,10 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-FAILURE_MODES = ("timeout", "invalid_action", "token_overflow", "early_termination", "api_error")
-# failure modes caused by the infrastructure (endpoint, network, server), not by the
-# model: such episodes are not results; they are reported apart and retried on resume
-INFRASTRUCTURE_FAILURES = ("api_error",)
+# FAILURE_MODES is re-exported for the callers that import it from here
+from vical.outcomes import FAILURE_MODES, INFRASTRUCTURE_FAILURES, FailureMode  # noqa: F401
 
 
 class EvalResult(BaseModel):
@@ -29,7 +27,7 @@ class EvalResult(BaseModel):
     score: float = Field(ge=0.0, le=100.0)
     passed: bool
     outcome: str | None
-    failure_mode: str | None
+    failure_mode: FailureMode | None
     steps: int
     max_steps: int
     actions: list[str]

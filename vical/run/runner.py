@@ -49,6 +49,8 @@ from PIL import Image
 
 from vical import __version__
 from vical.agent.costs import episode_cost
+from vical.errors import RunFolderError  # once defined here; still importable from here
+from vical.outcomes import episode_failure, episode_name  # episode_name: likewise
 from vical.run.results import FILE_MODE, EvalResult, RunManifest, atomic_write_json
 from vical.spec import TaskSpec, get_task, tasks_digest
 
@@ -77,15 +79,6 @@ _SETTING_FLAGS = {
     "extra_body": "--extra-body",
     "seed": "--seed",
 }
-
-
-class RunFolderError(ValueError):
-    """A run folder cannot be used as asked (busy, other settings, other task data)."""
-
-
-def episode_name(task_id: str, run_index: int) -> str:
-    env, variant = task_id.split("/", 1)
-    return f"{env}__{variant}__r{run_index}"
 
 
 def episode_seed(run_seed: int, task_id: str, run_index: int) -> int:
@@ -168,16 +161,6 @@ def episode_problems(folder: Path) -> list[str]:
         elif sha and _sha256_file(p) != sha:
             problems.append(f"{rel} changed")
     return problems
-
-
-def _failure_mode(outcome: str | None, passed: bool, agent_failure: str | None) -> str | None:
-    if agent_failure:
-        return agent_failure
-    if passed:
-        return None
-    if outcome == "Time Out":
-        return "timeout"
-    return "early_termination"
 
 
 def _load_demos(task: TaskSpec, enabled: bool) -> list[Any]:
@@ -318,7 +301,7 @@ def run_episode(job: EpisodeJob) -> str:
             score=score,
             passed=passed,
             outcome=outcome,
-            failure_mode=_failure_mode(outcome, passed, agent_failure),
+            failure_mode=episode_failure(outcome, passed, agent_failure),
             steps=len(actions),
             max_steps=task.max_steps,
             actions=actions,

@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from vical import __version__
+from vical.errors import VicalError
+from vical.outcomes import episode_name
 from vical.run.results import RunManifest, load_results
 from vical.spec import all_tasks, tasks_digest
 from vical.submit.keys import key_id, load_private, public_pem, sign
@@ -43,7 +45,7 @@ _PKG_LOCK = Path(__file__).resolve().parents[1] / "requirements.lock"
 LOCK_FILE = _PKG_LOCK if _PKG_LOCK.exists() else _PKG_LOCK.parents[1] / "requirements.lock"
 
 
-class BundleError(ValueError):
+class BundleError(VicalError, ValueError):
     """The run cannot be bundled; the message says why and what to do."""
 
 
@@ -120,7 +122,7 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 def collect_files(run_dir: Path) -> dict[str, bytes]:
     """The run files a bundle carries, keyed by their path inside ``bundle/``."""
     files: dict[str, bytes] = {"run/manifest.json": (run_dir / "manifest.json").read_bytes()}
-    keep = {f"{r.env}__{r.variant}__r{r.run_index}" for r in load_results(run_dir)}
+    keep = {episode_name(r.task_id, r.run_index) for r in load_results(run_dir)}
     for ep in sorted((run_dir / "episodes").iterdir()):
         if ep.name not in keep:  # unfinished, or ended by an infrastructure failure
             continue

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from vical import __version__
+from vical.errors import VicalError
 
 DEFAULT_IMAGE = f"localhost/vical:{__version__}"
 DATASET_REPO = "vical-benchmark/v-ical"
@@ -34,7 +35,7 @@ DATASET_REVISION = f"v{__version__}"
 STOP_TIMEOUT = 3
 
 
-class ContainerError(RuntimeError):
+class ContainerError(VicalError, RuntimeError):
     pass
 
 

@@ -11,8 +11,10 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from vical.errors import VicalError
 
-class KeyError_(ValueError):
+
+class KeyError_(VicalError, ValueError):
     """A key file is missing or malformed."""
 
 

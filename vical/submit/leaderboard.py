@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from vical.errors import VicalError
 from vical.paper import TABLE1_COLUMNS, TABLE1_REFERENCE
 from vical.report.table import build_report, render_markdown
 from vical.run.results import atomic_write_bytes
@@ -25,7 +26,7 @@ from vical.submit.verify import DEFAULT_KEYRING, verify_bundle
 SUBMISSIONS = Path("submissions")
 
 
-class LeaderboardError(ValueError):
+class LeaderboardError(VicalError, ValueError):
     pass
 
 

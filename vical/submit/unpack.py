@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from vical.errors import VicalError
 from vical.submit.bundle import BUNDLE_FORMAT, TOP
 from vical.submit.keys import check, key_id, load_public
 
@@ -80,8 +81,10 @@ _MANIFEST_FIELDS: dict[str, type | tuple[type, ...]] = {
 _SUBMITTER_FIELDS = ("team", "model", "endpoint_kind")
 
 
-class VerifyError(ValueError):
+class VerifyError(VicalError, ValueError):
     """A bundle failed a check; the message names the check and what is wrong."""
+
+    exit_code = 1  # rejected (2 is kept for "could not run")
 
     def __init__(self, stage: str, msg: str):
         super().__init__(f"[{stage}] {msg}")

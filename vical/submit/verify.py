@@ -41,6 +41,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from vical.outcomes import (
+    AGENT_FAILURES,
+    INFRASTRUCTURE_FAILURES,
+    episode_failure,
+    episode_name,
+)
 from vical.run.results import EvalResult, RunManifest
 from vical.spec import all_tasks, tasks_digest
 from vical.submit.keys import key_id, load_public
@@ -87,7 +93,8 @@ def load_keyring(pubkeys: list[Path] | None, keyring: Path | None) -> dict[str, 
 
 
 # -- 3-5. schema, dataset version, coverage, consistency ----------------------
-AGENT_FAILURES = ("invalid_action", "token_overflow")
+# what only the agent can end an episode with (infrastructure failures are not results)
+AGENT_ENDINGS = AGENT_FAILURES - INFRASTRUCTURE_FAILURES
 MAX_LOG_LINE = 1 << 20  # a longer log line is not something vical writes
 
 
@@ -161,7 +168,7 @@ def check_contents(root: Path, manifest: dict[str, Any]) -> list[EvalResult]:
             r = EvalResult.model_validate_json(rpath.read_bytes())
         except (ValidationError, UnicodeDecodeError) as e:
             raise VerifyError("schema", f"{rel}/eval_result.json: {_first_line(e)}") from None
-        expected = f"{r.env}__{r.variant}__r{r.run_index}"
+        expected = episode_name(f"{r.env}/{r.variant}", r.run_index)
         if folder.name != expected or r.task_id != f"{r.env}/{r.variant}":
             raise VerifyError("schema", f"{rel}: folder and ids disagree")
         task = tasks.get(r.task_id)
@@ -259,7 +266,7 @@ def replay_one(result_json: str) -> tuple[str, list[str], dict[str, Any]]:
     from vical.envs.core import frame_sha256
 
     r = EvalResult.model_validate_json(result_json)
-    name = f"{r.env}__{r.variant}__r{r.run_index}"
+    name = episode_name(r.task_id, r.run_index)
     problems = []
     env = make_env(r.task_id)
     try:
@@ -287,16 +294,14 @@ def replay_one(result_json: str) -> tuple[str, list[str], dict[str, Any]]:
         if passed != r.passed:
             problems.append(f"pass claimed {r.passed}, replay gives {passed}")
         if env.done:
-            failure = (
-                None if passed else "timeout" if outcome == "Time Out" else "early_termination"
-            )
+            failure = episode_failure(outcome, passed)
             if outcome != r.outcome:
                 problems.append(f"outcome claimed {r.outcome}, replay gives {outcome}")
-            if r.failure_mode in AGENT_FAILURES:
+            if r.failure_mode in AGENT_ENDINGS:
                 problems.append(f"failure {r.failure_mode} claimed, but the episode ended itself")
         else:
             # only the agent may end an episode before the simulator does
-            failure = r.failure_mode if r.failure_mode in AGENT_FAILURES else None
+            failure = r.failure_mode if r.failure_mode in AGENT_ENDINGS else None
             if failure is None:
                 problems.append(
                     f"the episode stops after {played} actions without ending and without an "
@@ -368,7 +373,7 @@ def verify_bundle(
         root, manifest, signer = unpack_bundle(Path(bundle), Path(tmp), trusted)
         results = check_contents(root, manifest)
         payloads = [r.model_dump_json() for r in results]
-    names = [f"{r.env}__{r.variant}__r{r.run_index}" for r in results]
+    names = [episode_name(r.task_id, r.run_index) for r in results]
     found: dict[int, EpisodeVerdict] = {}
     workers = max(1, min(workers or os.cpu_count() or 1, len(payloads) or 1))
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 from vical.agent.base import register_agent
@@ -42,13 +43,19 @@ from vical.agent.protocol import (
     malformed_reply,
     parse_retry_after,
 )
+from vical.errors import import_optional
 
 _LEVELS = ("minimal", "low", "medium", "high", "xhigh")
 
 
+def genai_sdk(module: str = "google.genai") -> ModuleType:
+    """A module of the ``google-genai`` SDK, or :class:`vical.errors.MissingDependency`."""
+    return import_optional(module, package="google-genai", extra="api", needed_for="backend gemini")
+
+
 def gemini_failure(exc: Exception) -> ApiFailure | None:
     """Normalise a ``google-genai`` (or transport) exception, or None if it is neither."""
-    from google.genai import errors
+    errors = genai_sdk("google.genai.errors")
 
     if isinstance(exc, errors.APIError):
         status = int(exc.code) if exc.code else None
@@ -104,8 +111,8 @@ class GeminiAgent(ProtocolAgent):
     api_label = "a Gemini generateContent"
 
     def make_client(self, api_key: str) -> Any:
-        from google import genai
-        from google.genai import types
+        genai = genai_sdk()
+        types = genai_sdk("google.genai.types")
 
         http: dict[str, Any] = {"retry_options": types.HttpRetryOptions(attempts=1)}
         if self._raw_endpoint:
@@ -144,7 +151,7 @@ class GeminiAgent(ProtocolAgent):
         return payload
 
     def send(self, payload: dict[str, Any]) -> Reply:
-        from google.genai import types
+        types = genai_sdk("google.genai.types")
 
         config = dict(payload.get("config") or {})
         if payload.get("extra_body"):

@@ -23,6 +23,7 @@ retryable ``malformed_reply`` failure, never the model's answer.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 from vical.agent.base import register_agent
@@ -44,13 +45,19 @@ from vical.agent.protocol import (
     malformed_reply,
     parse_retry_after,
 )
+from vical.errors import import_optional
 
 _RETRY_STATUS = {408, 409, 425, 429}
 
 
+def openai_sdk(needed_for: str = "the OpenAI-compatible backends") -> ModuleType:
+    """The ``openai`` SDK, or :class:`vical.errors.MissingDependency` naming the extra."""
+    return import_optional("openai", package="openai", extra="api", needed_for=needed_for)
+
+
 def openai_failure(exc: Exception) -> ApiFailure | None:
     """Normalise an ``openai`` SDK exception, or None if it is not one."""
-    import openai
+    openai = openai_sdk()
 
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
@@ -76,7 +83,7 @@ def openai_failure(exc: Exception) -> ApiFailure | None:
 
 
 def make_openai_client(agent: ProtocolAgent, api_key: str) -> Any:
-    import openai
+    openai = openai_sdk(f"backend {agent.name}")
 
     kwargs: dict[str, Any] = {"api_key": api_key, "max_retries": 0}
     if agent._raw_endpoint:
