@@ -34,10 +34,15 @@ def slow(session: nox.Session) -> None:
 
 @nox.session(python=PY)
 def lint(session: nox.Session) -> None:
-    """ruff lint and format check."""
-    session.install("ruff")
+    """ruff lint and format check, mypy, and the layering contracts (lint-imports).
+
+    Every tool comes at its version in the lock (ruff's is also the pre-commit hook's
+    rev); mypy needs the package and its dependencies installed to follow imports."""
+    _install(session)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    session.run("mypy", "vical")
+    session.run("lint-imports")
 
 
 @nox.session(python=PY)

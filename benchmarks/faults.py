@@ -47,9 +47,9 @@ from pathlib import Path
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
-from vical.agent.server import BaselineServer, parse_fault_kinds
 from vical.run.results import EvalResult
 from vical.run.runner import episode_name, episode_problems
+from vical.serve import BaselineServer, parse_fault_kinds
 from vical.spec import select_tasks
 
 ENV = {**os.environ, "COLUMNS": "250", "NO_COLOR": "1"}

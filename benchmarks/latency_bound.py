@@ -21,8 +21,8 @@ from pathlib import Path
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
-from vical.agent.server import BaselineServer
 from vical.run import load_results, run_eval
+from vical.serve import BaselineServer
 from vical.spec import select_tasks
 
 

@@ -22,7 +22,7 @@ from vical.agent import get_agent
 from vical.agent.base import agent_names
 from vical.agent.protocol import payload_sha256
 from vical.agent.replay import iter_requests, replay_requests
-from vical.agent.server import BaselineServer
+from vical.serve import BaselineServer
 from vical.spec import get_task
 
 TASK = get_task("taxi/state1")
@@ -303,7 +303,7 @@ def _free_port() -> int:
 def test_server_runs_as_a_module():
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vical.agent.server", "--port", str(port)],
+        [sys.executable, "-m", "vical.serve", "--port", str(port)],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -10,8 +10,8 @@ import pytest
 
 from vical.agent.costs import episode_cost, load_prices, price_for
 from vical.agent.ratelimit import RateLimiter
-from vical.agent.server import BaselineServer
 from vical.run import load_results, run_eval
+from vical.serve import BaselineServer
 from vical.spec import select_tasks
 
 

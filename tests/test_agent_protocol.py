@@ -1,6 +1,6 @@
 """The closed-loop protocol, driven over real HTTP through the openai SDK.
 
-Every test talks to the baseline server (``vical.agent.server``) running in
+Every test talks to the baseline server (``vical.serve``) running in
 a thread on a free port; nothing of ours is patched. The server records the
 JSON bodies it received, which is what the assertions read.
 """
@@ -34,8 +34,8 @@ from vical.agent.protocol import (
     is_local_endpoint,
 )
 from vical.agent.replay import ReplayError, replay_requests
-from vical.agent.server import BaselineServer
 from vical.envs import make_env
+from vical.serve import BaselineServer
 from vical.spec import get_task
 
 TASK = get_task("taxi/state1")

@@ -17,7 +17,7 @@ from test_agent_support import CLI_KWARGS, play
 from vical.agent import get_agent
 from vical.agent.protocol import PreflightError
 from vical.agent.redact import MASK, redact_argv, redact_text, redact_url
-from vical.agent.server import BaselineServer
+from vical.serve import BaselineServer
 from vical.spec import get_task
 
 TASK = get_task("taxi/state1")

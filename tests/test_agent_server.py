@@ -22,14 +22,14 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from vical.agent.parse import parse_action
-from vical.agent.server import (
+from vical.cli import app
+from vical.serve import (
     FAULT_KINDS,
     HUGE_CHARS,
     BaselineServer,
     build_parser,
     parse_fault_kinds,
 )
-from vical.cli import app
 
 LEGAL_LINE = "Legal actions: Up, Down"
 

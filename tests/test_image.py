@@ -145,7 +145,7 @@ def docker_host(tmp_path):
 
 
 def test_one_command_submit_through_docker_sdk_verifies(tmp_path, docker_host):
-    from vical.agent.server import BaselineServer
+    from vical.serve import BaselineServer
     from vical.submit.keys import keygen
 
     port = _free_port()

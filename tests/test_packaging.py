@@ -30,3 +30,44 @@ def test_wheel_contains_runtime_data(tmp_path):
     ):
         assert required in names, required
     assert not any(n.startswith(("tests/", "docker/")) for n in names)
+
+
+# -- the lint tools: layering contracts, types, one ruff version ---------------------
+BIN = Path(sys.executable).parent  # the virtualenv's scripts, next to its python
+
+
+def _tool(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    exe = BIN / name
+    assert exe.is_file(), f"{exe} is missing: install the dev extra (pip install -e '.[dev]')"
+    return subprocess.run([str(exe), *args], cwd=ROOT, capture_output=True, text=True, timeout=900)
+
+
+def test_import_layering_contracts_are_kept():
+    """[tool.importlinter] in pyproject.toml: the layers, and no runtime import of authoring."""
+    r = _tool("lint-imports", "--no-cache")
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-2000:]
+
+
+def test_mypy_passes_on_the_package():
+    """[tool.mypy] in pyproject.toml; strict flags on the modules listed there."""
+    r = _tool("mypy", "vical")
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-2000:]
+
+
+def _locked(package: str) -> str:
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        name, sep, version = line.partition("==")
+        if sep and name.strip().lower().replace("_", "-") == package:
+            return version.strip()
+    raise AssertionError(f"{package} is not pinned in requirements.lock")
+
+
+def test_ruff_is_pinned_once():
+    """pre-commit's ruff hook runs the version the lock (and so `nox -s lint`) installs."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
+    (hook,) = [r for r in config["repos"] if r["repo"].endswith("/ruff-pre-commit")]
+    assert hook["rev"] == f"v{_locked('ruff')}"
+    for tool in ("mypy", "import-linter"):
+        _locked(tool)

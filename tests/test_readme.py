@@ -585,7 +585,7 @@ def _tiny(pattern: str | None) -> str:
 def test_readme_commands_run(tmp_path, monkeypatch):
     """Execute the runnable README commands in order in one workspace (later commands use
     the runs earlier ones made), restricted to TINY; models come from the baseline server."""
-    from vical.agent.server import BaselineServer
+    from vical.serve import BaselineServer
 
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir()

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from vical.agent.server import BaselineServer
 from vical.envs import make_env
 from vical.run import load_results, run_eval
 from vical.run.results import FILE_MODE
@@ -24,6 +23,7 @@ from vical.run.runner import (
     fit_fields,
     lock_run_folder,
 )
+from vical.serve import BaselineServer
 from vical.spec import select_tasks
 
 TASKS = "taxi/state1,cliffwalking/base,cartpole/seed41"

@@ -345,7 +345,7 @@ SUBMIT_IMAGE = os.environ.get("VICAL_IMAGE", f"localhost/vical:{__version__}")
 
 @pytest.mark.parametrize("times", [1, 2])
 def test_sigint_stops_and_removes_the_submit_container(tmp_path, times):
-    from vical.agent.server import BaselineServer
+    from vical.serve import BaselineServer
 
     client = _docker_client()
     try:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from vical.agent.server import BaselineServer
 from vical.run import run_eval
+from vical.serve import BaselineServer
 from vical.spec import select_tasks, tasks_digest
 from vical.submit import leaderboard
 from vical.submit.bundle import make_bundle

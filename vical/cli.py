@@ -7,7 +7,7 @@ import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 from rich.console import Console
@@ -16,6 +16,9 @@ from typer.core import TyperGroup
 
 from vical import __version__
 from vical.errors import VicalError
+
+if TYPE_CHECKING:
+    from vical.spec import EnvSpec
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
@@ -50,7 +53,7 @@ console = Console()
 err = Console(stderr=True)
 
 
-def fail(msg: str, code: int = 2) -> None:
+def fail(msg: str, code: int = 2) -> NoReturn:
     """Print one error (never re-wrapped, so it pastes whole) and exit with ``code``."""
     from rich.markup import escape
 
@@ -91,7 +94,7 @@ def _root(
 # ---------------------------------------------------------------------------
 # tasks
 # ---------------------------------------------------------------------------
-def _envs():
+def _envs() -> dict[str, EnvSpec]:
     """Every environment's spec (a bad task file is a TaskSpecError: one error line)."""
     from vical.spec import load_envs
 
@@ -869,8 +872,8 @@ def serve_baseline(
     Broken 200 replies: not-json, html, binary, null, schemaless, empty-body.
     Time: slow (slow-MS by name), hang (never answers).
     """
-    from vical.agent.server import main as server_main
-    from vical.agent.server import parse_fault_kinds
+    from vical.serve import main as server_main
+    from vical.serve import parse_fault_kinds
 
     try:
         kinds = parse_fault_kinds(fault_kinds)
@@ -952,8 +955,8 @@ def verify_cmd(
     except VerifyError as e:
         fail(f"{bundle}: {e}", code=1)
     if verbose:
-        for e in v.episodes:
-            console.print(f"{'ok' if e.ok else 'MISMATCH'}\t{e.episode}")
+        for ep in v.episodes:
+            console.print(f"{'ok' if ep.ok else 'MISMATCH'}\t{ep.episode}")
     _print_verdict(v)
     if not v.ok:
         raise typer.Exit(1)

@@ -7,6 +7,7 @@ set / frame skip / action steps, Table 8 seeds / initial skips).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -29,7 +30,19 @@ class PaperEnv:
         return self.base + self.parameterized + self.human_init
 
 
-def _e(pid, b, p, h, a, c, ms, fs, ak, seeds, skips=()):
+def _e(
+    pid: str,
+    b: int,
+    p: int,
+    h: int,
+    a: int,
+    c: int,
+    ms: Iterable[int],
+    fs: int,
+    ak: int,
+    seeds: Iterable[int],
+    skips: Iterable[int] = (),
+) -> PaperEnv:
     return PaperEnv(pid, b, p, h, a, c, frozenset(ms), fs, ak, frozenset(seeds), frozenset(skips))
 
 
@@ -241,7 +254,9 @@ class EpisodeLengths:
     early_death: float  # percent of episodes
 
 
-def _l(n, mean, median, lo, hi, es, ed):
+def _l(
+    n: int, mean: float, median: float, lo: int, hi: int, es: float, ed: float
+) -> EpisodeLengths:
     return EpisodeLengths(n, mean, median, lo, hi, es, ed)
 
 

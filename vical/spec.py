@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 from vical.errors import TaskDataError
 
@@ -311,7 +312,7 @@ class TaskSpec(BaseModel):
         return list(self.env.actions)
 
 
-def _locate(err: dict[str, Any], data: Any) -> tuple[str | None, str]:
+def _locate(err: ErrorDetails, data: Any) -> tuple[str | None, str]:
     """Turn a pydantic error location into (task id, dotted field path)."""
     loc = list(err["loc"])
     task_id = None
@@ -430,7 +431,7 @@ def select_tasks(patterns: str | None, tasks_dir: Path = TASKS_DIR) -> list[Task
     if not patterns:
         return tasks
     pats = [p.strip() for p in patterns.split(",") if p.strip()]
-    chosen = []
+    chosen: list[TaskSpec] = []
     for p in pats:
         p2 = p if "/" in p else f"{p}/*"
         hits = [t for t in tasks if fnmatchcase(t.id, p2)]

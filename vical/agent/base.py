@@ -14,9 +14,10 @@ import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from vical.errors import AgentConfigError
 from vical.outcomes import AGENT_FAILURES, FailureMode  # what a Decision's failure may be
@@ -44,7 +45,7 @@ class Observation:
     """One decision point: the current frame and the previous action."""
 
     step: int
-    frame: np.ndarray
+    frame: npt.NDArray[np.uint8]
     frame_sha256: str
     previous_action: str | None
 
@@ -113,10 +114,13 @@ _MODULES: dict[str, str] = {
 }
 
 
-def register_agent(name: str, module: str | None = None):
+AgentClass = TypeVar("AgentClass", bound=type[Agent])
+
+
+def register_agent(name: str, module: str | None = None) -> Callable[[AgentClass], AgentClass]:
     """Class decorator: make a backend available as ``--agent``/``--backend`` NAME."""
 
-    def deco(cls):
+    def deco(cls: AgentClass) -> AgentClass:
         _REGISTRY[name] = cls
         cls.name = name
         if module:

@@ -43,6 +43,8 @@ def episode_cost(usage: dict[str, int], price: dict[str, float] | None) -> float
     return round(cost / 1e6, 6)
 
 
-def price_for(settings: dict[str, Any], prices: dict[str, dict[str, float]]):
+def price_for(
+    settings: dict[str, Any], prices: dict[str, dict[str, float]]
+) -> dict[str, float] | None:
     model = settings.get("model")
     return prices.get(str(model)) if model is not None else None

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 _THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
 
@@ -65,7 +66,7 @@ class ParsedReply:
     conflicting: bool = False
     name: str | None = None  # the name in the first-line marker, legal or not
 
-    def as_record(self) -> dict:
+    def as_record(self) -> dict[str, Any]:
         return {
             "action": self.action,
             "error": self.error,

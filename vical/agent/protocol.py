@@ -87,6 +87,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlparse
 
 import numpy as np
+import numpy.typing as npt
 from PIL import Image
 
 from vical.agent import prompts
@@ -94,6 +95,7 @@ from vical.agent.base import Agent, Decision, EpisodeContext, Observation
 from vical.agent.parse import parse_reply, split_think
 from vical.agent.redact import redact_text, redact_url, url_secrets
 from vical.errors import AgentConfigError
+from vical.outcomes import FailureMode
 
 Part = dict[str, Any]  # {"type": "text", "text"} | {"type": "image"|"video", "sha256", "mime"}
 Message = dict[str, Any]  # {"role": "user"|"assistant", "content": [Part, ...]}
@@ -262,7 +264,7 @@ def resolve_api_key(
     )
 
 
-def encode_jpeg(frame: np.ndarray) -> bytes:
+def encode_jpeg(frame: npt.NDArray[np.uint8]) -> bytes:
     """Encode an RGB frame as JPEG bytes, deterministically."""
     buf = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(frame)).save(
@@ -538,7 +540,7 @@ class ProtocolAgent(Agent):
                     records,
                     usage,
                     None,
-                    "invalid_action",
+                    FailureMode.INVALID_ACTION,
                     format_retries,
                     transport_total,
                     conflicts,
@@ -560,7 +562,7 @@ class ProtocolAgent(Agent):
         step: int,
         records: list[dict[str, Any]],
         usage: dict[str, int],
-    ) -> tuple[Reply | None, str | None, int]:
+    ) -> tuple[Reply | None, FailureMode | None, int]:
         messages = [*self._history, *pending]
         payload = self.render_payload(messages, self._media, self.settings())
         digest = payload_sha256(payload)
@@ -594,21 +596,21 @@ class ProtocolAgent(Agent):
                     "kind": e.kind,
                     "reason": e.reason,
                     "status": e.status,
-                    "message": self._redact(e.message[:4000])[:2000],
+                    "message": redact_text(e.message[:4000], self._secrets)[:2000],
                     "retry_after": e.retry_after,
                     "latency_s": round(latency, 4),
                 }
                 records.append(rec)
                 if e.kind == CONTEXT_LENGTH:
-                    return None, "token_overflow", attempt
+                    return None, FailureMode.TOKEN_OVERFLOW, attempt
                 if e.kind != RETRYABLE or attempt >= self.transport_retries:
-                    return None, "api_error", attempt
+                    return None, FailureMode.API_ERROR, attempt
                 if e.retry_after is not None and e.retry_after > self.max_retry_after:
                     rec["gave_up"] = (
                         f"retry-after {e.retry_after:g} s exceeds the cap of "
                         f"{self.max_retry_after:g} s"
                     )
-                    return None, "api_error", attempt
+                    return None, FailureMode.API_ERROR, attempt
                 wait = self._backoff(attempt, e.retry_after)
                 rec["wait_s"] = round(wait, 4)
                 time.sleep(wait)
@@ -676,7 +678,7 @@ class ProtocolAgent(Agent):
         """Exponential backoff with jitter, at most ``retry_max_delay``, and never
         shorter than the server's Retry-After (which the caller has already held to
         ``max_retry_after``)."""
-        base = self.retry_base_delay * (2**attempt)
+        base = self.retry_base_delay * 2.0**attempt
         wait = min(self.retry_max_delay, base * (0.5 + self._rng.random()))
         if retry_after is not None:
             wait = max(wait, retry_after)
@@ -757,7 +759,7 @@ class ProtocolAgent(Agent):
         records: list[dict[str, Any]],
         usage: dict[str, int],
         action: str | None,
-        failure: str | None,
+        failure: FailureMode | None,
         format_retries: int,
         transport_retries: int,
         conflicts: list[list[str]],
@@ -789,7 +791,7 @@ class ProtocolAgent(Agent):
         self._media.setdefault(sha, (data, mime))
         return {"type": kind, "sha256": sha, "mime": mime}
 
-    def _frame_part(self, frame: np.ndarray) -> Part:
+    def _frame_part(self, frame: npt.NDArray[np.uint8]) -> Part:
         return self._add_media(encode_jpeg(frame), "image/jpeg", "image")
 
     @staticmethod

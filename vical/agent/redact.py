@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import overload
 from urllib.parse import urlsplit, urlunsplit
 
 MASK = "***"
@@ -147,6 +148,12 @@ def url_secrets(url: str | None) -> list[str]:
     return found
 
 
+@overload
+def redact_text(text: str, secrets: Iterable[str | None] = ()) -> str: ...
+@overload
+def redact_text(text: None, secrets: Iterable[str | None] = ()) -> None: ...
+@overload
+def redact_text(text: str | None, secrets: Iterable[str | None] = ()) -> str | None: ...
 def redact_text(text: str | None, secrets: Iterable[str | None] = ()) -> str | None:
     """``text`` with credentials replaced by ``***``.
 

@@ -263,7 +263,7 @@ def bias_audit(
     with that group's TV distance; the bias flag needs excess ≥ 0.20 and
     TV ≥ 0.20. ``groups`` lists every audited group.
     """
-    groups = []
+    groups: list[dict[str, Any]] = []
     for env, per_run in action_counts(runs, envs).items():
         pool = _normalize(sum(per_run.values(), Counter()))
         for name, c in per_run.items():

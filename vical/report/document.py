@@ -77,7 +77,7 @@ def build_document(
 
     # per-run tables include the random reference as a last, labelled row
     with_ref = dict(runs)
-    if random_results is not None:
+    if random_name is not None and random_results is not None:
         with_ref[random_name] = random_results
     pooled = [r for rs in runs.values() for r in rs]
     audits = {name: an.log_audit(folders[name]) for name in with_ref}

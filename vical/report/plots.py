@@ -217,9 +217,10 @@ def demo_context_figure(
     """Figure 6: histogram of sampled demonstration frames per task (= seconds at 1 fps)."""
     fig, ax = plt.subplots(figsize=(7, 3.6))
     if frames:
-        bins = np.arange(0, max(frames) + 6, 5)
+        bins = list(range(0, max(frames) + 6, 5))
+        mean = float(np.mean(frames))
         ax.hist(frames, bins=bins, color="#5c6bc0", edgecolor="white", label="tasks")
-        ax.axvline(np.mean(frames), c="k", ls="--", label=f"mean {np.mean(frames):.1f}")
+        ax.axvline(mean, c="k", ls="--", label=f"mean {mean:.1f}")
     if paper_mean is not None:
         ax.axvline(paper_mean, c="#e53935", ls=":", label=f"paper mean {paper_mean}")
     ax.set_xlabel("demonstration context per task (sampled frames = seconds at 1 fps)")
@@ -234,10 +235,17 @@ def demo_context_figure(
     return _png(fig)
 
 
-def _action_palette(n: int) -> list:
+def _listed_colors(name: str) -> list[tuple[float, float, float]]:
+    """The RGB colours of a listed (qualitative) matplotlib colormap, in order."""
+    cmap = plt.get_cmap(name)
+    assert isinstance(cmap, ListedColormap), f"{name} is not a listed colormap"
+    return [(r, g, b) for r, g, b, _ in (cmap(i) for i in range(cmap.N))]
+
+
+def _action_palette(n: int) -> list[tuple[float, float, float, float]]:
     """n distinct colours without greys (grey marks steps after the episode ended)."""
-    base = [c for i, c in enumerate(plt.get_cmap("tab20").colors) if i not in (14, 15)]
-    base += list(plt.get_cmap("tab20b").colors)
+    base = [c for i, c in enumerate(_listed_colors("tab20")) if i not in (14, 15)]
+    base += _listed_colors("tab20b")
     return [(*base[i % len(base)], 1.0) for i in range(n)]
 
 

@@ -314,7 +314,7 @@ def report_sections(doc: dict[str, Any]) -> list[Section]:
                 figures=["strata"],
             )
         )
-        tiers = {}
+        tiers: dict[str, list[dict[str, Any]]] = {}
         for r in a["strata"]:
             tiers.setdefault(r["tier"], []).append(r)
         out.append(

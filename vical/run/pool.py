@@ -190,7 +190,7 @@ def run_pool(
         )
 
     pool = new_pool()
-    pending: dict[Future, J] = {}
+    pending: dict[Future[Any], J] = {}
     stopped = False
 
     def kill_now() -> None:

@@ -42,9 +42,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 from PIL import Image
 
 from vical import __version__
@@ -53,6 +54,9 @@ from vical.errors import RunFolderError  # once defined here; still importable f
 from vical.outcomes import episode_failure, episode_name  # episode_name: likewise
 from vical.run.results import FILE_MODE, EvalResult, RunManifest, atomic_write_json
 from vical.spec import TaskSpec, get_task, tasks_digest
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 _MIME_EXT = {"image/jpeg": "jpg", "image/png": "png", "video/mp4": "mp4"}
 FRAME_MODES = ("none", "failed", "all")
@@ -112,7 +116,7 @@ class RunSummary:
     finished: int
     failed: list[tuple[str, str]] = field(default_factory=list)
     infra: list[tuple[str, str]] = field(default_factory=list)
-    outcomes: Counter = field(default_factory=Counter)
+    outcomes: Counter[str] = field(default_factory=Counter)
     retried: int = 0
     repaired: list[str] = field(default_factory=list)
     stopped_by_breaker: bool = False
@@ -123,7 +127,7 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _save_png(path: Path, frame: np.ndarray) -> None:
+def _save_png(path: Path, frame: npt.NDArray[np.uint8]) -> None:
     Image.fromarray(frame).save(path, format="PNG", compress_level=1)
 
 
@@ -192,7 +196,7 @@ def run_episode(job: EpisodeJob) -> str:
     usage: dict[str, int] = {}
     agent = get_agent(job.agent, **job.agent_kwargs)
     env = make_env(task)
-    frames: list[np.ndarray] = []
+    frames: list[npt.NDArray[np.uint8]] = []
     actions: list[str] = []
     try:
         with open(tmp / "log.jsonl", "w") as log:
@@ -245,14 +249,15 @@ def run_episode(job: EpisodeJob) -> str:
                     write(rec)
                 for k, v in decision.usage.items():
                     usage[k] = usage.get(k, 0) + int(v)
-                if decision.failure:
+                action = decision.action
+                if action is None:  # the agent failed: decision.failure says how
                     agent_failure = decision.failure
                     write({"type": "agent_failure", "step": env.steps, "failure": decision.failure})
                     break
-                s = env.step(decision.action)
+                s = env.step(action)
                 frame = s.frame
-                previous = decision.action
-                actions.append(decision.action)
+                previous = action
+                actions.append(action)
                 hashes.append(s.frame_sha256)
                 frames.append(frame)
                 write(
@@ -381,8 +386,8 @@ def settings_differences(old: RunManifest, new: RunManifest) -> list[str]:
             f"the run seed was {old.run_seed}, now {new.run_seed}: pass --seed {old.run_seed}"
         )
     if old.demos != new.demos:
-        flag = "--demos" if old.demos else "--no-demos"
-        out.append(f"demonstrations were {'on' if old.demos else 'off'}: pass {flag}")
+        demos_flag = "--demos" if old.demos else "--no-demos"
+        out.append(f"demonstrations were {'on' if old.demos else 'off'}: pass {demos_flag}")
     if old.agent == new.agent:
         keys = sorted(set(old.agent_settings) | set(new.agent_settings))
         for k in keys:
@@ -407,7 +412,7 @@ def prepare_run(
     run_dir: Path,
     tasks: list[TaskSpec],
     agent: str,
-    agent_settings: dict,
+    agent_settings: dict[str, Any],
     run_seed: int,
     runs: int,
     demos: bool = True,
@@ -575,7 +580,7 @@ def fit_fields(fields: list[str], width: int) -> str:
     return out
 
 
-def _progress_bar(enabled: bool):
+def _progress_bar(enabled: bool) -> tuple[Progress, int]:
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -607,8 +612,8 @@ def run_eval(
     tasks: list[TaskSpec],
     run_dir: Path,
     agent: str = "random",
-    agent_kwargs: dict | None = None,
-    agent_settings: dict | None = None,
+    agent_kwargs: dict[str, Any] | None = None,
+    agent_settings: dict[str, Any] | None = None,
     runs: int = 1,
     run_seed: int = 0,
     workers: int | None = None,

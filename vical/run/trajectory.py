@@ -7,6 +7,7 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 from PIL import Image, ImageDraw, ImageFont
 
 THUMB_W = 160
@@ -27,7 +28,7 @@ def font(size: int = 12) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
 
 
 def draw_trajectory(
-    frames: list[np.ndarray], actions: list[str], out: Path, title: str = ""
+    frames: list[npt.NDArray[np.uint8]], actions: list[str], out: Path, title: str = ""
 ) -> None:
     """Write a contact sheet: frame 0 captioned Start, frame t captioned with action t."""
     if not frames:
@@ -44,7 +45,7 @@ def draw_trajectory(
     for i, f in enumerate(frames):
         r, c = divmod(i, cols)
         x, y = c * THUMB_W, head + r * (th + CAPTION_H)
-        sheet.paste(Image.fromarray(f).resize((THUMB_W, th), Image.BILINEAR), (x, y))
+        sheet.paste(Image.fromarray(f).resize((THUMB_W, th), Image.Resampling.BILINEAR), (x, y))
         label = "Start" if i == 0 else f"{i}: {actions[i - 1]}"
         draw.text((x + 3, y + th + 2), label, fill="white", font=font(11))
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -183,7 +183,9 @@ class _Stream:
         raw.seek(0)
         magic = raw.read(2)
         raw.seek(0)
-        self._f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
+        self._f: gzip.GzipFile | BinaryIO = (
+            gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
+        )
         self.pos = 0
         self.limit = limit
 
@@ -544,8 +546,8 @@ def _extract(
     if listed is not None:
         folders = {""}
         for rel in listed:
-            parts = rel.split("/")
-            folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
+            names = rel.split("/")
+            folders.update("/".join(names[:i]) for i in range(1, len(names)))
         limit = sum(e.size for e in listed.values()) + MAX_MANIFEST_BYTES + MAX_SIG_BYTES
         limit += (len(listed) + len(folders) + 4) * (
             MAX_EXT_HEADERS * (MAX_EXT_HEADER_BYTES + _BLOCK) + _BLOCK

@@ -50,8 +50,9 @@ from vical.outcomes import (
 from vical.run.results import EvalResult, RunManifest
 from vical.spec import all_tasks, tasks_digest
 from vical.submit.keys import key_id, load_public
-from vical.submit.unpack import VerifyError, unpack_bundle
+from vical.submit.unpack import VerifyError as VerifyError  # re-exported: what verify raises
 from vical.submit.unpack import safe_extract as safe_extract  # re-exported for tools and tests
+from vical.submit.unpack import unpack_bundle
 
 DEFAULT_KEYRING = Path("submissions") / "keys"
 
@@ -98,11 +99,11 @@ AGENT_ENDINGS = AGENT_FAILURES - INFRASTRUCTURE_FAILURES
 MAX_LOG_LINE = 1 << 20  # a longer log line is not something vical writes
 
 
-def _log_facts(path: Path, rel: str) -> tuple[str | None, list[str], list[dict[str, Any]]]:
+def _log_facts(path: Path, rel: str) -> tuple[str | None, list[Any], list[dict[str, Any]]]:
     """(task named by the start record, actions of the step records, agent settings
     of every agent_session record) of one ``log.jsonl``."""
     task: str | None = None
-    actions: list[str] = []
+    actions: list[Any] = []  # as logged, strings or not: compared with the result's below
     sessions: list[dict[str, Any]] = []
     with open(path, "rb") as f:
         for n, raw in enumerate(f, start=1):
@@ -118,7 +119,7 @@ def _log_facts(path: Path, rel: str) -> tuple[str | None, list[str], list[dict[s
             if kind == "start":
                 task = rec.get("task") if isinstance(rec.get("task"), str) else None
             elif kind == "step":
-                actions.append(rec.get("action"))  # type: ignore[arg-type]
+                actions.append(rec.get("action"))
             elif kind == "agent_session":
                 settings = rec.get("settings")
                 if not isinstance(settings, dict):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 from vical.agent.base import register_agent
 from vical.agent.protocol import (
@@ -148,7 +148,7 @@ class OpenAIChatAgent(ProtocolAgent):
     """OpenAI-compatible chat completions through the official ``openai`` SDK."""
 
     default_key_env = "OPENAI_API_KEY"
-    default_endpoint = None  # the SDK's default, https://api.openai.com/v1
+    default_endpoint: ClassVar[str | None] = None  # the SDK's default, https://api.openai.com/v1
     demo_transport = "frames"
     max_tokens_field = "max_completion_tokens"
     api_label = "an OpenAI chat completions"
@@ -182,7 +182,7 @@ class OpenAIChatAgent(ProtocolAgent):
     def render_payload(
         cls, messages: list[Message], media: Media, settings: Mapping[str, Any]
     ) -> dict[str, Any]:
-        rendered = []
+        rendered: list[dict[str, Any]] = []
         for m in messages:
             if m["role"] == "assistant":
                 text = "".join(p["text"] for p in m["content"] if p["type"] == "text")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from vical.agent.base import Agent, Decision, EpisodeContext, Observation, register_agent
 
@@ -27,5 +28,5 @@ class RandomAgent(Agent):
         a = self.rng.choice(self.actions)
         return Decision(action=a, records=[{"type": "decision", "step": obs.step, "action": a}])
 
-    def settings(self) -> dict:
+    def settings(self) -> dict[str, Any]:
         return {"seed": self.base_seed}

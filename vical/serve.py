@@ -58,7 +58,7 @@ that is to the turns of an episode: a text-only request, such as the
 preflight check an evaluation sends before its first episode, is always
 answered normally, so injected faults land in the middle of a run.
 ``retry_after`` sets the ``Retry-After`` seconds of a 429.
-Run it with ``python -m vical.agent.server --port 8000`` or ``vical serve-baseline``.
+Run it with ``python -m vical.serve --port 8000`` or ``vical serve-baseline``.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ import re
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -124,16 +125,16 @@ def _b64decode(text: str) -> bytes:
     return base64.b64decode(text, validate=True)
 
 
-def check_fault_kinds(kinds: Any) -> tuple[str, ...]:
+def check_fault_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
     """The fault kinds as a tuple; ValueError naming any unknown kind and the known ones."""
-    kinds = tuple(kinds)
-    bad = [k for k in kinds if k not in FAULT_KINDS]
+    found = tuple(kinds)
+    bad = [k for k in found if k not in FAULT_KINDS]
     if bad:
         raise ValueError(
             f"unknown fault kind{'s' if len(bad) > 1 else ''} {', '.join(map(repr, bad))}; "
             f"known kinds: {', '.join(FAULT_KINDS)}"
         )
-    return kinds
+    return found
 
 
 def parse_fault_kinds(text: str) -> tuple[str, ...]:
@@ -342,7 +343,7 @@ class ExpertPolicy:
         paper_id = m.group(1)
         with self.lock:
             if paper_id not in self._start_frames:
-                table = {}
+                table: dict[str, str] = {}  # start frame sha256 -> task id
                 for task in all_tasks():
                     if task.env.paper_id == paper_id:
                         with make_env(task) as env:
@@ -420,6 +421,8 @@ class BaselineServer:
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
+        if isinstance(host, bytes):  # typeshed allows it; an AF_INET server gives str
+            host = host.decode()
         return f"http://{host}:{port}"
 
     @property
@@ -749,7 +752,7 @@ def _rid(prefix: str) -> str:
     return f"{prefix}{random.getrandbits(64):016x}"
 
 
-def _chat_reply(conv: Conversation, text: str, seen: str, n_in: int, n_out: int) -> dict:
+def _chat_reply(conv: Conversation, text: str, seen: str, n_in: int, n_out: int) -> dict[str, Any]:
     return {
         "id": _rid("chatcmpl-vical-"),
         "object": "chat.completion",
@@ -768,8 +771,8 @@ def _chat_reply(conv: Conversation, text: str, seen: str, n_in: int, n_out: int)
 
 
 def _responses_reply(
-    body: dict, conv: Conversation, text: str, seen: str, n_in: int, n_out: int
-) -> dict:
+    body: dict[str, Any], conv: Conversation, text: str, seen: str, n_in: int, n_out: int
+) -> dict[str, Any]:
     output: list[dict[str, Any]] = []
     if body.get("reasoning"):
         output.append(
@@ -815,8 +818,8 @@ def _responses_reply(
 
 
 def _gemini_reply(
-    body: dict, conv: Conversation, text: str, seen: str, n_in: int, n_out: int
-) -> dict:
+    body: dict[str, Any], conv: Conversation, text: str, seen: str, n_in: int, n_out: int
+) -> dict[str, Any]:
     # protobuf JSON: the REST API accepts camelCase and snake_case field names alike
     gen = body.get("generationConfig") or body.get("generation_config") or {}
     thinking = gen.get("thinkingConfig") or gen.get("thinking_config") or {}
@@ -843,7 +846,7 @@ def _gemini_reply(
     }
 
 
-def build_parser(prog: str = "python -m vical.agent.server") -> argparse.ArgumentParser:
+def build_parser(prog: str = "python -m vical.serve") -> argparse.ArgumentParser:
     """The command line of the server (also behind ``vical serve-baseline``)."""
     ap = argparse.ArgumentParser(
         prog=prog,
@@ -879,7 +882,7 @@ def _fault_kinds_arg(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m vical.agent.server") -> None:
+def main(argv: list[str] | None = None, prog: str = "python -m vical.serve") -> None:
     args = build_parser(prog).parse_args(argv)
     if not 0.0 <= args.fault_rate <= 1.0:
         build_parser(prog).error(f"--fault-rate must be between 0 and 1, not {args.fault_rate}")
