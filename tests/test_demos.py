@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from vical.authoring.plan import MAX_FRAMES, MIN_FRAMES, check_package
 from vical.demos import STRIP_HEIGHT, DemoVideo, load_demo_package, render_clip
-from vical.demos.make import MAX_FRAMES, MIN_FRAMES, check_package
 from vical.demos.render import (
     caption_frame,
     decode_mp4,

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from vical.demos.make import MAX_FRAMES, MIN_FRAMES, _frames, make_demos
+from vical.authoring.make import make_demos
+from vical.authoring.plan import MAX_FRAMES, MIN_FRAMES, frames
 from vical.demos.render import clip_task, task_start_sha256
 from vical.spec import DemoClip, TaskSpec, load_envs
 
@@ -28,7 +29,7 @@ def test_packages_follow_the_limits_and_share_clips(env):
     clips: dict[str, DemoClip] = {}
     for v in spec.tasks:
         assert 1 <= len(v.demos) <= 4, v.variant
-        assert MIN_FRAMES <= sum(_frames(c) for c in v.demos) <= MAX_FRAMES, v.variant
+        assert MIN_FRAMES <= sum(frames(c) for c in v.demos) <= MAX_FRAMES, v.variant
         for c in v.demos:
             assert clips.setdefault(c.id, c) == c, f"{c.id} is defined twice differently"
             assert all(a in spec.actions for a in c.actions + c.init_actions)

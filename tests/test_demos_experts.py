@@ -6,6 +6,8 @@ import shutil
 
 import pytest
 
+from vical.authoring.plan import ClipPlan, base_task
+from vical.authoring.yamlio import write_demos
 from vical.demos.experts import (
     CONTROLLERS,
     Sim,
@@ -14,7 +16,6 @@ from vical.demos.experts import (
     run_policy,
     search_expert,
 )
-from vical.demos.make import ClipPlan, base_task, write_demos
 from vical.spec import TASKS_DIR, DemoClip, get_task, load_env_file
 
 

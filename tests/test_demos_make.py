@@ -1,11 +1,12 @@
-"""Family recipes of vical.demos.make: the stored packages of the MiniGrid and
-ALE group-B environments, the budgeted pool assignment, and regeneration."""
+"""Family recipes (vical.authoring.recipes): the stored packages of the MiniGrid and
+ALE prefix-stream environments, the budgeted pool assignment, and regeneration."""
 
 from __future__ import annotations
 
 import pytest
 
-from vical.demos.make import MAX_FRAMES, MIN_FRAMES, Pool, _frames, assign_pools, make_demos
+from vical.authoring.make import make_demos
+from vical.authoring.plan import MAX_FRAMES, MIN_FRAMES, Pool, assign_pools, frames
 from vical.spec import DemoClip, load_envs
 
 FAMILY_ENVS = [
@@ -33,7 +34,7 @@ def test_family_packages(env):
     clips: dict[str, DemoClip] = {}
     for v in spec.tasks:
         assert 1 <= len(v.demos) <= 4, v.variant
-        assert MIN_FRAMES <= sum(_frames(c) for c in v.demos) <= MAX_FRAMES, v.variant
+        assert MIN_FRAMES <= sum(frames(c) for c in v.demos) <= MAX_FRAMES, v.variant
         for c in v.demos:
             assert clips.setdefault(c.id, c) == c  # one definition per id
             assert all(a in spec.actions for a in c.actions)
@@ -58,7 +59,7 @@ def test_assign_pools_budgets():
     assert len(out) == len(spec.tasks)
     for ids in out:
         assert 1 <= len(ids) <= 4
-        assert MIN_FRAMES <= sum(_frames(clips[i]) for i in ids) <= MAX_FRAMES
+        assert MIN_FRAMES <= sum(frames(clips[i]) for i in ids) <= MAX_FRAMES
     assert out[1][1] == "f"  # every other package takes the failure second
     assert any(len(ids) == 1 for ids in out) and any(len(ids) > 1 for ids in out)
 

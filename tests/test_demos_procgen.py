@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from vical.demos.make import MAX_FRAMES, MIN_FRAMES, _frames, make_demos, variant_task
-from vical.demos.recipes._procgen import fast_label, label_groups
+from vical.authoring.make import make_demos
+from vical.authoring.plan import MAX_FRAMES, MIN_FRAMES, frames, variant_task
+from vical.authoring.recipes._procgen import fast_label, label_groups
 from vical.demos.render import replay_clip
 from vical.spec import DemoClip, load_envs
 
@@ -30,7 +31,7 @@ def test_procgen_packages(env):
     clips = _clips(env)
     for v in spec.tasks:
         assert 1 <= len(v.demos) <= 4, v.variant
-        assert MIN_FRAMES <= sum(_frames(c) for c in v.demos) <= MAX_FRAMES, v.variant
+        assert MIN_FRAMES <= sum(frames(c) for c in v.demos) <= MAX_FRAMES, v.variant
         for c in v.demos:
             assert all(a in spec.actions for a in [*c.init_actions, *c.actions])
     # every clip plays a level that no task of the game uses

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from vical.demos.make import render_tasks_block
+from vical.authoring.yamlio import render_tasks_block
 from vical.spec import TASKS_DIR, load_env_file
 
 FILES = sorted(TASKS_DIR.glob("*.yaml"))

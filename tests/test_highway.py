@@ -7,7 +7,7 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from vical.demos.recipes.highway import gap_driver  # the demo expert drives the tests too
+from vical.authoring.recipes.highway import gap_driver  # the demo expert drives the tests too
 from vical.envs import make_env
 from vical.spec import get_task
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from vical.authoring.search import procgen_beam
 from vical.envs import make_env
-from vical.envs.procgen import parse_state, search_expert
+from vical.envs.procgen import parse_state
 from vical.spec import get_task
 
-# Action lists found by vical.envs.procgen.search_expert (beam search over the
+# Action lists found by vical.authoring.search.procgen_beam (beam search over the
 # canonical actions with Procgen get_state/set_state, seed 0) from each task's
 # start state, stored here and replayed in the rendered env.
 SOLUTIONS: dict[str, list[str]] = {
@@ -113,7 +114,7 @@ def test_level_is_pinned_by_the_task_seed():
 
 
 def test_search_expert_finds_a_passing_leaper_crossing():
-    result = search_expert(get_task("leaper/seed257"), width=8)
+    result = procgen_beam(get_task("leaper/seed257"), width=8)
     assert result.passed and result.outcome == "Victory"
     score, passed, outcome = play("leaper/seed257", result.actions)
     assert (score, passed, outcome) == (result.score, result.passed, result.outcome)

@@ -11,88 +11,52 @@ scored by the benchmark's own score and pass rule:
   (CartPole, MountainCar, Acrobot), plus :func:`hold_expert` (one action held)
   and :func:`failure_search` for clips that show how the game is lost.
 
-:class:`Sim` saves and restores state with the cheapest exact method that
-passes a replay check: an adapter's own ``snapshot``/``restore`` hooks, ALE
-``cloneState``, a Procgen ``get_state``/``set_state`` handle, a deep copy of
-the adapter (sharing pygame render resources and static tables), or, always
-correct but slow, replaying the action history from reset.
+:class:`Sim` saves and restores state with :meth:`VicalEnv.snapshot`: the
+adapter's own save/restore where a replay check shows it exact, else replay of
+the decisions from reset.
 """
 
 from __future__ import annotations
 
-import copy
 import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from vical.envs import make_env
-from vical.envs.core import Step, VicalEnv
+from vical.envs.core import Snapshot, Step, VicalEnv
 from vical.spec import TaskSpec
-
-# adapter / simulator attributes that never change during an episode: shared, not copied
-_STATIC_ATTRS = frozenset({"P", "task", "dist", "locs"})
-_ENV_FIELDS = ("steps", "done", "outcome", "_frame")
-
-
-def _share_memo(obj: Any, memo: dict[int, Any], depth: int = 0, seen: set[int] | None = None):
-    """Pre-fill a deepcopy memo so render resources (pygame) and static tables are shared."""
-    seen = set() if seen is None else seen
-    if id(obj) in seen or depth > 5:
-        return
-    seen.add(id(obj))
-    if (type(obj).__module__ or "").startswith("pygame"):
-        memo[id(obj)] = obj
-        return
-    if isinstance(obj, list | tuple | set | frozenset):
-        for x in obj:
-            _share_memo(x, memo, depth + 1, seen)
-    elif isinstance(obj, dict):
-        for x in obj.values():
-            _share_memo(x, memo, depth + 1, seen)
-    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
-        for k, v in vars(obj).items():
-            if k in _STATIC_ATTRS:
-                memo[id(v)] = v
-            else:
-                _share_memo(v, memo, depth + 1, seen)
-
-
-def _deepcopy_shared(obj: Any, skip: tuple[str, ...] = ()) -> Any:
-    memo: dict[int, Any] = {}
-    _share_memo(obj, memo)
-    if skip:
-        state = {k: v for k, v in vars(obj).items() if k not in skip}
-        return copy.deepcopy(state, memo)
-    return copy.deepcopy(obj, memo)
-
-
-def _find_state_handle(adapter: Any) -> Any:
-    """A simulator object with get_state/set_state (Procgen's gym3 env), if any."""
-    for v in vars(adapter).values():
-        for cand in (v, getattr(v, "env", None), getattr(v, "unwrapped", None)):
-            if (
-                cand is not None
-                and callable(getattr(cand, "get_state", None))
-                and callable(getattr(cand, "set_state", None))
-            ):
-                return cand
-    return None
 
 
 class Sim:
-    """A task environment with save/restore; ``method`` is chosen by :meth:`auto`."""
+    """A task environment that keeps its action history, with save/restore.
 
-    METHODS = ("hook", "ale", "state", "deepcopy", "replay")
+    Snapshots are :meth:`VicalEnv.snapshot`: the adapter's own exact save/restore,
+    checked once per environment, or replay from reset where that check fails.
+    ``method`` tells which ("snapshot" or "replay").
+    """
 
     def __init__(self, task: TaskSpec, method: str = "auto"):
         self.task = task
         self.env: VicalEnv = make_env(task)
         self.history: list[str] = []
-        self.method = self.auto() if method == "auto" else method
-        if self.method not in self.METHODS:
-            raise ValueError(f"unknown snapshot method {self.method!r}")
+        if method == "auto":
+            self._probe()
+
+    def _probe(self) -> None:
+        """Take the first snapshot a few seeded decisions in, which checks the method."""
+        rng = random.Random(12345)
+        self.reset()
+        for _ in range(3):
+            if self.done:
+                break
+            self.step(rng.choice(self.env.action_names))
+        if not self.done:
+            self.env.snapshot()
+
+    @property
+    def method(self) -> str:
+        return "replay" if self.env.snapshot_exact is False else "snapshot"
 
     # -- plain use ---------------------------------------------------------
     def reset(self):
@@ -112,110 +76,13 @@ class Sim:
         self.env.close()
 
     # -- snapshots ---------------------------------------------------------
-    def _env_fields(self) -> dict[str, Any]:
-        return {k: getattr(self.env, k) for k in _ENV_FIELDS}
+    def save(self) -> tuple[Snapshot, list[str]]:
+        return self.env.snapshot(), list(self.history)
 
-    def save(self, method: str | None = None) -> tuple[str, Any, dict, list[str]]:
-        m = method or self.method
-        ad = self.env.adapter
-        if m == "hook":
-            native = ad.snapshot()
-        elif m == "ale":
-            try:
-                st = ad.ale.cloneState(include_rng=True)
-            except TypeError:
-                st = ad.ale.cloneState()
-            native = (st, _deepcopy_shared(ad, skip=("env", "ale", "task")))
-        elif m == "state":
-            h = _find_state_handle(ad)
-            skip = tuple(k for k, v in vars(ad).items() if v is h or getattr(v, "env", None) is h)
-            native = (h.get_state(), _deepcopy_shared(ad, skip=(*skip, "task")))
-        elif m == "deepcopy":
-            native = _deepcopy_shared(ad)
-        else:
-            native = None
-        return (m, native, self._env_fields(), list(self.history))
-
-    def restore(self, snap: tuple[str, Any, dict, list[str]]) -> None:
-        m, native, fields, history = snap
-        ad = self.env.adapter
-        if m == "replay":
-            self.env.reset()
-            self.history = []
-            for a in history:
-                self.step(a)
-            return
-        if m == "hook":
-            ad.restore(native)
-        elif m == "ale":
-            ad.ale.restoreState(native[0])
-            vars(ad).update(_deepcopy_shared_dict(native[1]))
-        elif m == "state":
-            _find_state_handle(ad).set_state(native[0])
-            vars(ad).update(_deepcopy_shared_dict(native[1]))
-        elif m == "deepcopy":
-            self.env.adapter = _deepcopy_shared(native)
-        for k, v in fields.items():
-            setattr(self.env, k, v)
+    def restore(self, snap: tuple[Snapshot, list[str]]) -> None:
+        state, history = snap
+        self.env.restore(state)
         self.history = list(history)
-
-    def _candidates(self) -> list[str]:
-        ad = self.env.adapter
-        out = []
-        if callable(getattr(ad, "snapshot", None)) and callable(getattr(ad, "restore", None)):
-            out.append("hook")
-        if hasattr(ad, "ale") and callable(getattr(ad.ale, "cloneState", None)):
-            out.append("ale")
-        if _find_state_handle(ad) is not None:
-            out.append("state")
-        out.append("deepcopy")
-        return out
-
-    def auto(self) -> str:
-        """The first snapshot method that reproduces a replay exactly on this task."""
-        names = self.env.action_names
-        for m in self._candidates():
-            try:
-                if self._check(m, names):
-                    return m
-            except Exception:  # a method that cannot run here is simply not used
-                continue
-        return "replay"
-
-    def _check(self, m: str, names: list[str]) -> bool:
-        self.reset()
-        rng = random.Random(12345)
-        for _ in range(3):
-            if self.done:
-                break
-            self.step(rng.choice(names))
-        if self.done:
-            return False
-        snap = self.save(m)
-        probe = [rng.choice(names) for _ in range(6)]
-
-        def run() -> list[tuple]:
-            out = []
-            for a in probe:
-                if self.done:
-                    break
-                s = self.step(a)
-                out.append((s.frame_sha256, s.score, s.passed, s.outcome))
-            return out
-
-        first = run()
-        self.restore(snap)
-        second = run()
-        self.restore(snap)
-        third = run()
-        return first == second == third
-
-
-def _deepcopy_shared_dict(state: dict) -> dict:
-    memo: dict[int, Any] = {}
-    for v in state.values():
-        _share_memo(v, memo)
-    return copy.deepcopy(state, memo)
 
 
 # ---------------------------------------------------------------------------
@@ -449,72 +316,3 @@ def replay_actions(task: TaskSpec, actions: list[str]) -> ExpertResult:
         return ExpertResult(done, s.outcome or "", s.score, s.passed)
     finally:
         env.close()
-
-
-# ---------------------------------------------------------------------------
-# ALE decision-level experts (the game modules' own search helpers)
-# ---------------------------------------------------------------------------
-def ale_decision_sim(task: TaskSpec) -> Any:
-    """A :class:`~vical.envs.ale_games._search.DecisionSim` at the task's start.
-
-    The sim resets with the task's seed and initial skip, then plays the
-    task's init actions, so it stands where the agent (or a clip) starts.
-    """
-    import importlib
-
-    from vical.envs.ale import ALEAdapter
-    from vical.envs.ale_games._search import DecisionSim
-
-    try:
-        module = importlib.import_module(f"vical.envs.ale_games.{task.env.env}")
-        adapter_cls = getattr(module, "Adapter", ALEAdapter)
-    except ModuleNotFoundError:
-        adapter_cls = ALEAdapter
-    sim = DecisionSim(task.env, task.variant, adapter_cls)
-    for a in task.variant.init_actions:
-        sim.step(a)
-    return sim
-
-
-def ale_expert(
-    task: TaskSpec, play: Callable[[Any, int], list[str]], n: int | None = None
-) -> ExpertResult:
-    """Actions chosen by ``play(sim, n)`` on a decision sim at the task's start,
-    cut where the task's own episode ends (replayed on :class:`VicalEnv`)."""
-    sim = ale_decision_sim(task)
-    try:
-        actions = play(sim, n or task.max_steps)
-    finally:
-        sim.adapter.close()
-    return replay_actions(task, actions[: n or task.max_steps])
-
-
-def play_until(
-    sim: Any,
-    policy: Callable[[Any, random.Random], str],
-    event: Callable[[Any, Any, int], bool],
-    *,
-    seed: int = 0,
-    limit: int = 200,
-    after: int = 0,
-    after_action: str = "NOOP",
-) -> list[str] | None:
-    """Decisions of ``policy`` until ``event(sim, outcome, height_before)`` fires, plus ``after``
-    decisions of ``after_action`` to show what follows; None if the event never comes."""
-    rng = random.Random(seed)
-    actions: list[str] = []
-    while len(actions) < limit:
-        before = sim.ram().copy()
-        a = policy(sim, rng)
-        o = sim.step(a)
-        actions.append(a)
-        if event(sim, o, before):
-            for _ in range(after):
-                if o.ended:
-                    break
-                o = sim.step(after_action)
-                actions.append(after_action)
-            return actions
-        if o.ended:
-            return None
-    return None

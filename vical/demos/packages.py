@@ -69,7 +69,7 @@ TARGET_FRAMES = 54
 # (576 assignments). Environments whose clips are short get more two- and three-clip
 # packages, those with long clips more single-clip ones; the four-clip packages go to
 # environments with short clips (battlezone, bossfight, caveflyer, leaper, ninja).
-# "settings": ALE group-A games show a loss in every game mode; "every": a lost life costs
+# "settings": the beam-search ALE games show a loss in every game mode; "every": a lost life costs
 # points, so every package shows one; "section"/"level": River Raid sections and TRON
 # levels each show a loss.
 QUOTAS: dict[str, tuple[int, str, str]] = {

@@ -3,12 +3,21 @@
 ``make_env(task)`` imports the task's family module lazily (so a family's
 simulator package is only needed when one of its tasks is used) and asks it
 for an :class:`~vical.envs.core.Adapter`.
+
+Everything specific to ONE environment is found by one convention,
+:func:`env_module`: the module named after the environment key in a package
+of per-environment modules. At run time that package is the game-module
+package (:func:`game_packages`: ``vical.envs.ale_games``, plus any packages
+named in ``$VICAL_GAME_PACKAGES``); a game module's ``Adapter`` class, when it
+has one, is the environment's adapter (for any family). The authoring tools
+(:mod:`vical.authoring`) look up their per-environment modules the same way.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+from types import ModuleType
 
 # Simulators draw off-screen: without these SDL (pygame, used by the Toy Text,
 # MiniGrid, highway and Flappy Bird renderers) probes for a display and prints
@@ -18,7 +27,7 @@ os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
 from vical.envs.checks import check_adapter_actions, check_simulator
 from vical.envs.core import Adapter, InvalidActionError, Step, VicalEnv, frame_sha256
-from vical.spec import TaskSpec, TaskSpecError, get_task
+from vical.spec import EnvSpec, TaskSpec, TaskSpecError, get_task
 
 # family key (EnvSpec.family) -> module under vical.envs exposing make_adapter(task)
 FAMILIES: dict[str, str] = {
@@ -34,6 +43,42 @@ FAMILIES: dict[str, str] = {
 }
 
 
+# the package of the built-in game modules; $VICAL_GAME_PACKAGES (comma-separated,
+# importable package names) adds packages searched before it
+GAME_PACKAGE = "vical.envs.ale_games"
+GAME_PACKAGES_VAR = "VICAL_GAME_PACKAGES"
+
+
+def game_packages() -> list[str]:
+    """Packages searched for an environment's game module, in order."""
+    extra = [p.strip() for p in os.environ.get(GAME_PACKAGES_VAR, "").split(",") if p.strip()]
+    return [*extra, GAME_PACKAGE]
+
+
+def find_module(name: str) -> ModuleType | None:
+    """Import ``name``; None when that module does not exist (errors inside it propagate)."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name is not None and (name == e.name or name.startswith(e.name + ".")):
+            return None
+        raise
+
+
+def env_module(packages: list[str], spec: EnvSpec) -> ModuleType | None:
+    """THE per-environment lookup: ``<package>.<env key>`` in the first of ``packages`` having it."""
+    for package in packages:
+        mod = find_module(f"{package}.{spec.env}")
+        if mod is not None:
+            return mod
+    return None
+
+
+def game_module(spec: EnvSpec) -> ModuleType | None:
+    """The environment's game module (rules, RAM readers, its own ``Adapter``), if any."""
+    return env_module(game_packages(), spec)
+
+
 def make_adapter(task: TaskSpec) -> Adapter:
     """The family's adapter for a task, after the checks that wait until a game is made.
 
@@ -43,8 +88,12 @@ def make_adapter(task: TaskSpec) -> Adapter:
     action space of the game built. Both raise :class:`~vical.spec.TaskSpecError`.
     """
     check_simulator(task.env)
-    module = importlib.import_module(f"vical.envs.{FAMILIES[task.env.family]}")
-    adapter = module.make_adapter(task)
+    game = game_module(task.env)
+    if game is not None and hasattr(game, "Adapter"):
+        adapter = game.Adapter(task)
+    else:
+        module = importlib.import_module(f"vical.envs.{FAMILIES[task.env.family]}")
+        adapter = module.make_adapter(task)
     try:
         check_adapter_actions(task.env, adapter)
     except TaskSpecError:
@@ -60,4 +109,13 @@ def make_env(task: TaskSpec | str) -> VicalEnv:
     return VicalEnv(task, make_adapter(task))
 
 
-__all__ = ["Adapter", "InvalidActionError", "Step", "VicalEnv", "frame_sha256", "make_env"]
+__all__ = [
+    "Adapter",
+    "InvalidActionError",
+    "Step",
+    "VicalEnv",
+    "env_module",
+    "frame_sha256",
+    "game_module",
+    "make_env",
+]

@@ -7,15 +7,15 @@ full 18-action set is always opened, so any reduced vocabulary is just a
 subset of names. Sticky actions are off (``repeat_action_probability=0``).
 
 Game-specific rules (reward filters, RAM-based progress, variant RAM setup,
-pass and ending rules) live in ``vical/envs/ale_games/<env>.py`` as a subclass
-of :class:`ALEAdapter` named ``Adapter``; games without such a module use the
-default capped-ratio score on cumulative reward.
+pass and ending rules) live in the game's module (``vical/envs/ale_games/<env>.py``,
+found by :func:`vical.envs.game_module`) as a subclass of :class:`ALEAdapter`
+named ``Adapter``; games without such a module use the default capped-ratio
+score on cumulative reward.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -118,6 +118,17 @@ class ALEAdapter(Adapter):
     def close(self) -> None:
         self.env.close()
 
+    # -- snapshots: the emulator's own save/restore plus the Python-side state --
+    _SHARED = frozenset({"task", "env", "ale"})
+
+    def snapshot(self) -> Any:
+        return self.ale.cloneState(), super().snapshot()
+
+    def restore(self, state: Any) -> None:
+        emulator, attrs = state
+        self.ale.restoreState(emulator)
+        super().restore(attrs)
+
     # -- scoring (defaults; games override) -------------------------------
     def begin(self) -> None:
         self.total = 0.0
@@ -150,13 +161,9 @@ class ALEAdapter(Adapter):
 
 
 def make_adapter(task: TaskSpec) -> Adapter:
-    try:
-        module = importlib.import_module(f"vical.envs.ale_games.{task.env.env}")
-    except ModuleNotFoundError as e:
-        if e.name != f"vical.envs.ale_games.{task.env.env}":
-            raise
-        return ALEAdapter(task)
-    return module.Adapter(task)
+    """The generic ALE adapter; a game's own ``Adapter`` (in its game module, found by
+    :func:`vical.envs.game_module`) takes its place where there is one."""
+    return ALEAdapter(task)
 
 
 @cache

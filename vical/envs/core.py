@@ -8,13 +8,20 @@ keeps the environment-specific progress that its score and pass rule read.
 families: the start state (seed, initial skipped frames and human-init replay,
 all outside the decision budget), the canonical action vocabulary, frame skip
 with NOOP fill, life-loss termination, the max-steps cap, score clamping, and a
-sha256 of every frame.
+sha256 of every frame. The decision step (:meth:`VicalEnv.decide`) is written
+once, here: the runtime, the human-init replay and the authoring tools' search
+simulators all go through it. :meth:`VicalEnv.snapshot` / :meth:`VicalEnv.restore`
+save and restore the whole environment (adapters supply the simulator part)
+and :meth:`VicalEnv.replay` plays a list of decisions from the start.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import random
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +64,28 @@ class Step:
     @property
     def done(self) -> bool:
         return self.terminated or self.truncated
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one decision did to the simulator.
+
+    ``reward`` is the raw reward summed over the slots played; ``ended`` is the
+    simulator's own game over; ``life_lost`` a drop in the lives counter (when
+    lives are watched); ``ending`` the outcome label when the decision ends the
+    episode (a native end, an adapter's ending rule once started, or a life lost
+    under life-loss termination), else None.
+    """
+
+    reward: float
+    ended: bool
+    life_lost: bool
+    ending: str | None = None
+
+    @property
+    def bad(self) -> bool:
+        """The decision ended the game or cost a life."""
+        return self.ended or self.life_lost
 
 
 def frame_sha256(frame: np.ndarray) -> str:
@@ -124,6 +153,78 @@ class Adapter(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release simulator resources."""
 
+    # -- snapshots ---------------------------------------------------------
+    # Keys of the adapter's attributes never copied by the default snapshot: the
+    # task (read only) and what an adapter subclass names in ``_SHARED``.
+    _SHARED: frozenset[str] = frozenset({"task"})
+
+    def snapshot(self) -> Any:
+        """The simulator's full state, restorable any number of times by :meth:`restore`.
+
+        The default deep-copies the adapter's attributes, sharing pygame render
+        resources and static tables; adapters whose simulator has a native
+        save/restore (ALE, Procgen) override both methods. :class:`VicalEnv`
+        checks once per environment that a snapshot reproduces play exactly and
+        otherwise falls back to replaying the decisions from reset.
+        """
+        return _deepcopy_shared({k: v for k, v in vars(self).items() if k not in self._SHARED})
+
+    def restore(self, state: Any) -> None:
+        """Return to a state taken by :meth:`snapshot`."""
+        vars(self).update(_deepcopy_shared(state))
+
+
+# attributes that never change during an episode: shared by snapshots, not copied
+_STATIC_ATTRS = frozenset({"P", "task", "dist", "locs"})
+
+
+def _share_memo(obj: Any, memo: dict[int, Any], depth: int = 0, seen: set[int] | None = None):
+    """Pre-fill a deepcopy memo so render resources (pygame) and static tables are shared."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen or depth > 5:
+        return
+    seen.add(id(obj))
+    if (type(obj).__module__ or "").startswith("pygame"):
+        memo[id(obj)] = obj
+        return
+    if isinstance(obj, list | tuple | set | frozenset):
+        for x in obj:
+            _share_memo(x, memo, depth + 1, seen)
+    elif isinstance(obj, dict):
+        for x in obj.values():
+            _share_memo(x, memo, depth + 1, seen)
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        for k, v in vars(obj).items():
+            if k in _STATIC_ATTRS:
+                memo[id(v)] = v
+            else:
+                _share_memo(v, memo, depth + 1, seen)
+
+
+def _deepcopy_shared(state: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of an attribute dict that shares render resources and static tables."""
+    memo: dict[int, Any] = {}
+    for k, v in state.items():
+        if k in _STATIC_ATTRS:
+            memo[id(v)] = v
+        else:
+            _share_memo(v, memo, 1)
+    return copy.deepcopy(state, memo)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A saved :class:`VicalEnv`: the adapter's state (None: restore by replay) and the env's own."""
+
+    native: Any
+    fields: dict[str, Any]
+
+
+# one decision as recorded for replay: (action, started, lives watched, frame drawn after it).
+# Drawing is part of the record because some simulators' renderers keep state
+# (Flappy Bird's wing animation advances per drawn frame).
+_Decision = tuple[str, bool, bool | None, bool]
+
 
 class VicalEnv:
     """A vical task as an environment: canonical actions in, frames out."""
@@ -142,14 +243,23 @@ class VicalEnv:
         self.done = True
         self.outcome: str | None = None
         self._frame: np.ndarray | None = None
+        self._begun = True
+        self._history: list[_Decision] = []  # decisions since reset, for replay restores
+        self._snapshot_exact: bool | None = None  # checked on the first snapshot
 
     @property
     def action_names(self) -> list[str]:
         return list(self.actions)
 
     # -- start state -------------------------------------------------------
-    def reset(self) -> np.ndarray:
-        """Bring the simulator to the task's start state and return its frame."""
+    def reset(self, begin: bool = True) -> np.ndarray:
+        """Bring the simulator to the task's start state and return its frame.
+
+        With ``begin=False`` the adapter's scoring state is not started: the
+        environment stands after the seed, the initial skip and the init actions,
+        and decisions are taken with :meth:`decide` (``started=False``), as the
+        authoring tools' search simulators do.
+        """
         v = self.task.variant
         self.adapter.reset(v.seed)
         for i in range(v.initial_skip):
@@ -157,12 +267,14 @@ class VicalEnv:
             if tick.terminated:
                 raise RuntimeError(f"{self.task.id}: episode ended during initial skip {i}")
         for j, name in enumerate(v.init_actions):
-            ended, _ = self._decision(name, started=False)
-            if ended:
+            if self.decide(name, started=False, record=False).ending is not None:
                 raise RuntimeError(
                     f"{self.task.id}: episode ended during human-init action {j} ({name})"
                 )
-        self.adapter.begin()
+        if begin:
+            self.adapter.begin()
+        self._begun = begin
+        self._history = []
         self.steps = 0
         self.done = False
         self.outcome = None
@@ -170,40 +282,61 @@ class VicalEnv:
         return self._frame
 
     # -- decisions ---------------------------------------------------------
-    def _decision(self, name: str, started: bool = True) -> tuple[str | None, bool]:
-        """Apply one canonical action with frame skip and NOOP fill.
+    def decide(
+        self,
+        name: str,
+        started: bool = True,
+        watch_lives: bool | None = None,
+        record: bool = True,
+    ) -> Outcome:
+        """Apply one canonical action with frame skip and NOOP fill: THE decision step.
 
         The action is held for the first ``action_steps`` of ``frame_skip``
-        slots; the remaining slots take the NOOP action. Returns the ending
-        outcome (or None) and whether a life was lost.
+        slots; the remaining slots take the NOOP action. The decision stops at
+        the first slot that ends the episode or costs a life. ``started``: the
+        adapter's ending rules apply (before the start state only native
+        termination ends play). ``watch_lives`` (default: the task's life-loss
+        termination) checks the lives counter after every slot; a life lost ends
+        the episode only under life-loss termination. This neither counts a step
+        nor updates the frame: :meth:`step` does that for the agent's decisions.
         """
         if name not in self.actions:
             raise InvalidActionError(
                 f"{name!r} is not an action of {self.task.id}; legal actions: "
                 f"{', '.join(self.actions)}"
             )
+        if record:
+            self._history.append((name, started, watch_lives, False))
+        watch = self.life_loss_terminates if watch_lives is None else watch_lives
         native = self.actions[name]
+        lives0 = self.adapter.lives() if watch else None
+        reward = 0.0
         for slot in range(self.frame_skip):
-            lives_before = self.adapter.lives() if self.life_loss_terminates else None
+            lives_before = self.adapter.lives() if watch else None
             tick = self.adapter.act(native if slot < self.action_steps else self.noop)
+            reward += tick.reward
             # Before the start state (human-init replay) the adapter's scoring state does
             # not exist yet: only native termination ends the replay there.
             ending = self.adapter.ending(tick.terminated) if started else None
             if ending is None and tick.terminated:
                 ending = "Terminated"
             if ending is not None:
-                return ending, False
+                after = self.adapter.lives() if lives0 is not None else None
+                lost = after is not None and after < lives0
+                return Outcome(reward, bool(tick.terminated), lost, ending)
             if lives_before is not None:
                 after = self.adapter.lives()
                 if after is not None and after < lives_before:
-                    return "Terminated", True
-        return None, False
+                    ending = "Terminated" if self.life_loss_terminates else None
+                    return Outcome(reward, False, True, ending)
+        return Outcome(reward, False, False, None)
 
     def step(self, action: str) -> Step:
         """Take one decision. Raises :class:`InvalidActionError` for a name outside the vocabulary."""
         if self.done:
             raise EpisodeOverError(f"{self.task.id}: the episode is over; call reset()")
-        ending, _ = self._decision(action)
+        ending = self.decide(action, record=False).ending
+        self._history.append((action, True, None, True))
         self.steps += 1
         terminated = ending is not None
         truncated = not terminated and self.steps >= self.max_steps
@@ -223,6 +356,93 @@ class VicalEnv:
             score=self.score(),
             passed=self.passed(),
         )
+
+    def replay(self, actions: Sequence[str]) -> list[Step]:
+        """Reset to the start state and take ``actions``, stopping early if the episode ends."""
+        self.reset()
+        out: list[Step] = []
+        for a in actions:
+            if self.done:
+                break
+            out.append(self.step(a))
+        return out
+
+    # -- snapshots ---------------------------------------------------------
+    _FIELDS = ("steps", "done", "outcome", "_frame", "_begun")
+
+    @property
+    def snapshot_exact(self) -> bool | None:
+        """Whether the adapter's snapshot passed its check (None: not checked yet)."""
+        return self._snapshot_exact
+
+    def snapshot(self) -> Snapshot:
+        """The environment's full state (simulator, step count, outcome, frame)."""
+        if self._snapshot_exact is None and not self.done:
+            self._snapshot_exact = self._check_snapshot()
+        exact = self._snapshot_exact is not False
+        fields = {k: getattr(self, k) for k in self._FIELDS}
+        fields["_history"] = list(self._history)
+        return Snapshot(self.adapter.snapshot() if exact else None, fields)
+
+    def restore(self, snap: Snapshot) -> None:
+        """Return to a state taken by :meth:`snapshot` (any number of times)."""
+        if snap.native is None:
+            self._replay_history(snap.fields["_begun"], snap.fields["_history"])
+        else:
+            self.adapter.restore(snap.native)
+        for k, v in snap.fields.items():
+            setattr(self, k, list(v) if k == "_history" else v)
+
+    def _replay_history(self, begun: bool, history: list[_Decision]) -> None:
+        self.reset(begin=begun)
+        for name, started, watch, drawn in history:
+            self.decide(name, started, watch, record=False)
+            if drawn:
+                self.adapter.frame()
+        self._history = list(history)
+
+    def _check_snapshot(self) -> bool:
+        """Whether the adapter's snapshot reproduces a few seeded decisions exactly.
+
+        Three runs of the same six decisions from the current state, separated by
+        restores of one snapshot, must see the same frames, rewards and endings;
+        on failure the state is rebuilt by replay, which serves from then on.
+        """
+        begun, history = self._begun, list(self._history)
+        fields = {k: getattr(self, k) for k in self._FIELDS}
+        rng = random.Random(12345)
+        names = list(self.actions)
+        probe = [rng.choice(names) for _ in range(6)]
+        started = bool(history[-1][1]) if history else begun
+        watch = history[-1][2] if history else None
+
+        def run() -> list[tuple]:
+            out = []
+            for a in probe:
+                o = self.decide(a, started, watch, record=False)
+                out.append((frame_sha256(self.adapter.frame()), o))
+                if o.ending is not None or o.life_lost:
+                    break
+            return out
+
+        try:
+            native = self.adapter.snapshot()
+            first = run()
+            self.adapter.restore(native)
+            second = run()
+            self.adapter.restore(native)
+            third = run()
+            ok = first == second == third
+        except Exception:  # a snapshot that cannot run here is simply not used
+            ok = False
+        if ok:
+            self.adapter.restore(native)
+        else:
+            self._replay_history(begun, history)
+        for k, v in fields.items():
+            setattr(self, k, v)
+        self._history = history
+        return ok
 
     # -- reading -----------------------------------------------------------
     def _checked_frame(self) -> np.ndarray:

@@ -16,8 +16,8 @@ of the ended episode instead.
 Scores read the game's reward and, where the paper's rule needs more than the
 reward (heist keys and doors, ninja horizontal progress), the game state that
 Procgen serialises for ``get_state`` (parsed by :func:`parse_state`). The same
-state save/restore drives :func:`search_expert`, the search used to calibrate
-the per-seed targets in the task files and to find the test trajectories.
+state save/restore drives :func:`vical.authoring.search.procgen_beam`, the search used to
+calibrate the per-seed targets in the task files and to find the test trajectories.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from vical.envs.core import Adapter, Tick, VicalEnv
+from vical.envs.core import Adapter, Tick
 from vical.envs.scoring import capped_ratio
 from vical.spec import TaskSpec
 
@@ -124,7 +124,9 @@ class GameState:
         return [e for e in self.entities if e.type == t]
 
 
-class _Reader:
+class Reader:
+    """Little-endian reader over a Procgen state's serialised bytes."""
+
     def __init__(self, data: bytes):
         self.data = data
         self.pos = 0
@@ -163,7 +165,7 @@ def parse_state(data: bytes) -> GameState:
     The layout follows procgen's ``Game::serialize`` then
     ``BasicAbstractGame::serialize``; ``extra`` holds the game's own fields.
     """
-    r = _Reader(data)
+    r = Reader(data)
     r.i()  # format version
     name = r.s().decode()
     r.skip("12i")  # options
@@ -353,7 +355,7 @@ class ProcgenAdapter(Adapter):
         )
 
     def heuristic(self) -> float:
-        """Search guidance: larger is closer to the goal (used by :func:`search_expert` only)."""
+        """Search guidance: larger is closer to the goal (used by :func:`vical.authoring.search.procgen_beam` only)."""
         return 0.0
 
 
@@ -473,7 +475,7 @@ class HeistAdapter(ProcgenAdapter):
 
     def _keys_doors(self) -> tuple[int, int, list[bool]]:
         st = self.state()
-        r = _Reader(st.extra)
+        r = Reader(st.extra)
         num_keys = r.i()
         r.i()  # world dim
         has = [r.i() > 0 for _ in range(r.i())]
@@ -507,7 +509,7 @@ class HeistAdapter(ProcgenAdapter):
     def heuristic(self) -> float:
         st = self.state()
         a = st.agent
-        r = _Reader(st.extra)
+        r = Reader(st.extra)
         r.i()
         r.i()
         has = [r.i() > 0 for _ in range(r.i())]
@@ -601,85 +603,3 @@ ADAPTERS: dict[str, type[ProcgenAdapter]] = {
 def make_adapter(task: TaskSpec, render: bool = True) -> ProcgenAdapter:
     """The adapter of a Procgen task; ``render=False`` skips the 512x512 frame (search only)."""
     return ADAPTERS[task.env.env](task, render=render)
-
-
-# -- the search expert ----------------------------------------------------------
-
-
-@dataclass
-class SearchResult:
-    actions: list[str]
-    score: float
-    passed: bool
-    outcome: str | None
-
-
-def search_expert(
-    task: TaskSpec, width: int = 24, max_decisions: int | None = None, seed: int = 0
-) -> SearchResult:
-    """Beam search over canonical actions with Procgen state save/restore.
-
-    Runs on a twin of the task's env that skips the 512x512 rendering (the
-    game logic is the same; the tests replay found actions in the rendered
-    env). From the task's start state, every beam entry is expanded with every
-    action (one decision each, through :class:`VicalEnv` so frame skip and
-    endings are the task's own). Children that end in failure are dropped;
-    the rest are ranked by (score, passed, game heuristic) with a fixed-seed
-    random tie-break and deduplicated by rounded agent position. The first
-    child that ends in Victory is returned; otherwise the best leaf at the
-    horizon. Deterministic for a given task, width and seed.
-    """
-    adapter = make_adapter(task, render=False)
-    env = VicalEnv(task, adapter)
-    rng = np.random.default_rng(seed)
-    env.reset()
-    horizon = min(env.max_steps, max_decisions or env.max_steps)
-
-    def snap():
-        return (adapter.snapshot(), env.steps)
-
-    def back(s):
-        adapter.restore(s[0])
-        env.steps = s[1]
-
-    def decide(name: str) -> tuple[str | None, float, bool]:
-        # One decision without frame hashing (VicalEnv.step does the same plus a sha256).
-        ending, _ = env._decision(name)
-        env.steps += 1
-        if ending is None and env.steps >= env.max_steps:
-            ending = "Time Out"
-        return ending, env.score(), env.passed()
-
-    beam = [(snap(), [])]
-    best = SearchResult([], env.score(), env.passed(), None)
-    try:
-        for _ in range(horizon):
-            children = []
-            seen: set = set()
-            for s, acts in beam:
-                for name in env.action_names:
-                    back(s)
-                    ending, score, passed = decide(name)
-                    seq = [*acts, name]
-                    if ending == "Victory" or (passed and score >= 100.0):
-                        return SearchResult(seq, score, passed, ending)
-                    if ending not in (None, "Time Out"):
-                        continue
-                    key = (adapter.search_key(), score)
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                    rank = (score, passed, adapter.heuristic(), rng.random())
-                    children.append((rank, snap(), seq, ending))
-            if not children:
-                break
-            children.sort(key=lambda c: c[0], reverse=True)
-            beam = [(c[1], c[2]) for c in children[:width]]
-            (score, passed, _, _), _, seq, ending = children[0]
-            if (score, passed, len(seq)) > (best.score, best.passed, len(best.actions)):
-                best = SearchResult(seq, score, passed, ending)
-            if ending == "Time Out":
-                break
-        return best
-    finally:
-        env.close()

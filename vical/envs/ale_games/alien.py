@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from vical.envs.ale import ALEAdapter
-from vical.envs.ale_games._group_a import generate_dense_starts
 from vical.spec import EnvSpec
 
 # Human-init walk length (decisions) per variant; longer walks reach later,
@@ -36,4 +35,6 @@ class Adapter(ALEAdapter):
 
 def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     """Human-init sequences: life-safe seeded walks ending where the next moves matter."""
-    return generate_dense_starts(env_spec, WALK_ACTIONS, WALK_LENGTHS, PROBES)
+    from vical.authoring.search import dense_starts
+
+    return dense_starts(env_spec, WALK_ACTIONS, WALK_LENGTHS, PROBES)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 from vical.envs.ale import ALEAdapter
-from vical.envs.ale_games._group_a import generate_dense_starts
 from vical.envs.core import Tick
 from vical.spec import EnvSpec
 
@@ -56,4 +55,6 @@ class Adapter(ALEAdapter):
 
 def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     """Human-init sequences: life-safe seeded play ending where the next moves matter."""
-    return generate_dense_starts(env_spec, WALK_ACTIONS, WALK_LENGTHS, PROBES)
+    from vical.authoring.search import dense_starts
+
+    return dense_starts(env_spec, WALK_ACTIONS, WALK_LENGTHS, PROBES)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from vical.envs.ale import ALEAdapter
-from vical.envs.ale_games._group_a import generate_dense_starts
 from vical.envs.core import Tick
 from vical.envs.scoring import capped_ratio
 from vical.spec import EnvSpec
@@ -40,4 +39,6 @@ class Adapter(ALEAdapter):
 
 def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     """Human-init sequence: a short life-safe seeded walk ending where lane choices matter."""
-    return generate_dense_starts(env_spec, WALK_ACTIONS, WALK_LENGTHS, PROBES)
+    from vical.authoring.search import dense_starts
+
+    return dense_starts(env_spec, WALK_ACTIONS, WALK_LENGTHS, PROBES)

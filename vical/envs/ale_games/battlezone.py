@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from vical.envs.ale import ALEAdapter
-from vical.envs.ale_games._group_a import generate_dense_starts
 from vical.envs.core import Tick
 from vical.envs.scoring import clamp
 from vical.spec import EnvSpec
@@ -76,4 +75,6 @@ class Adapter(ALEAdapter):
 
 def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     """Human-init sequences: life-safe seeded drives ending where the next moves matter."""
-    return generate_dense_starts(env_spec, WALK_ACTIONS, WALK_LENGTHS, PROBES, quiet_horizon=15)
+    from vical.authoring.search import dense_starts
+
+    return dense_starts(env_spec, WALK_ACTIONS, WALK_LENGTHS, PROBES, quiet_horizon=15)

@@ -11,7 +11,6 @@ exit: the episode ends at once as a Victory.
 from __future__ import annotations
 
 from vical.envs.ale import ALEAdapter
-from vical.envs.ale_games._group_a import generate_dense_starts
 from vical.envs.core import Tick
 from vical.spec import EnvSpec
 
@@ -90,7 +89,9 @@ def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     whatever the player does, so points under do-nothing play are part of the
     game here and the quiet-NOOP filter is off.
     """
-    return generate_dense_starts(
+    from vical.authoring.search import dense_starts
+
+    return dense_starts(
         env_spec,
         WALK_ACTIONS,
         WALK_LENGTHS,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from vical.envs.ale import ALEAdapter
-from vical.envs.ale_games._group_a import generate_dense_starts
 from vical.spec import EnvSpec
 
 WALK_LENGTHS = {"sortie-a": 4, "sortie-b": 8, "sortie-c": 12, "sortie-d": 16}
@@ -28,4 +27,6 @@ class Adapter(ALEAdapter):
 
 def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     """Human-init sequences: life-safe seeded flights ending where the next moves matter."""
-    return generate_dense_starts(env_spec, WALK_ACTIONS, WALK_LENGTHS, PROBES)
+    from vical.authoring.search import dense_starts
+
+    return dense_starts(env_spec, WALK_ACTIONS, WALK_LENGTHS, PROBES)

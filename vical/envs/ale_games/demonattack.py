@@ -11,10 +11,13 @@ demons are on screen.
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
 from vical.envs.ale import ALEAdapter
-from vical.envs.ale_games._search import DecisionSim, prefix_streams
 from vical.spec import EnvSpec
+
+if TYPE_CHECKING:
+    from vical.authoring.sim import DecisionSim
 
 
 class Adapter(ALEAdapter):
@@ -41,6 +44,8 @@ def policy(sim: DecisionSim, rng: random.Random) -> str:
 
 def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     """Deterministic preloads: prefixes of two deathless plays (initial skips 20 and 50)."""
+    from vical.authoring.search import prefix_streams
+
     return prefix_streams(env_spec, Adapter, LENGTHS, policy, seed=7)
 
 

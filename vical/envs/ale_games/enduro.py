@@ -12,10 +12,13 @@ the car is already moving.
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
 from vical.envs.ale import ALEAdapter
-from vical.envs.ale_games._search import DecisionSim, prefix_streams
 from vical.spec import EnvSpec
+
+if TYPE_CHECKING:
+    from vical.authoring.sim import DecisionSim
 
 
 class Adapter(ALEAdapter):
@@ -46,6 +49,8 @@ def policy(sim: DecisionSim, rng: random.Random) -> str:
 
 def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     """Deterministic driving sequences, one seeded play per start (shared by the opening band)."""
+    from vical.authoring.search import prefix_streams
+
     return prefix_streams(env_spec, Adapter, LENGTHS, policy, seed=3)
 
 

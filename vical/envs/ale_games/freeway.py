@@ -13,12 +13,15 @@ chicken has covered half the distance from its start height to the far curb.
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
 from vical.envs.ale import ALEAdapter
-from vical.envs.ale_games._search import DecisionSim, human_init_variants
 from vical.envs.core import Tick
 from vical.envs.scoring import capped_ratio
 from vical.spec import EnvSpec
+
+if TYPE_CHECKING:
+    from vical.authoring.sim import DecisionSim
 
 CHICKEN_Y = 14  # RAM address of the player's chicken height
 CURB_Y = 6  # height on the starting curb
@@ -82,6 +85,17 @@ def _height(sim: DecisionSim) -> int:
     return int(sim.ram()[CHICKEN_Y])
 
 
+def _branch(sim: DecisionSim, name: str, depth: int, last: int) -> float:
+    """Rating of taking ``name`` now with ``depth`` decisions left (crossing > height > knock)."""
+    o = sim.step(name)
+    y = _height(sim)
+    if o.reward > 0:
+        return 1000.0 + depth
+    if y < last - 8:
+        return -1000.0 - depth
+    return _search(sim, depth - 1, y)
+
+
 def _search(sim: DecisionSim, depth: int, last: int) -> float:
     """Best rating reachable in ``depth`` more decisions (crossing > height > knock)."""
     if depth == 0:
@@ -90,15 +104,7 @@ def _search(sim: DecisionSim, depth: int, last: int) -> float:
     best = -1e9
     for name in ("Up", "NOOP", "Down"):
         sim.restore(root)
-        o = sim.step(name)
-        y = _height(sim)
-        if o.reward > 0:
-            val = 1000.0 + depth
-        elif y < last - 8:
-            val = -1000.0 - depth
-        else:
-            val = _search(sim, depth - 1, y)
-        best = max(best, val)
+        best = max(best, _branch(sim, name, depth, last))
         if best >= 1000.0:
             break
     sim.restore(root)
@@ -117,14 +123,7 @@ def safe_step(sim: DecisionSim, depth: int = 3) -> str:
     best, best_val = "Up", -1e9
     for name in ("Up", "NOOP", "Down"):
         sim.restore(root)
-        o = sim.step(name)
-        y = _height(sim)
-        if o.reward > 0:
-            val = 1000.0 + depth
-        elif y < last - 8:
-            val = -1000.0 - depth
-        else:
-            val = _search(sim, depth - 1, y)
+        val = _branch(sim, name, depth, last)
         if val > best_val:
             best, best_val = name, val
     sim.restore(root)
@@ -190,6 +189,8 @@ def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     seeded random NOOP / Down kept only if :func:`_safe`; play stops once the
     chicken first reaches the recipe's target height (at most 60 decisions).
     """
+    from vical.authoring.sim import DecisionSim, human_init_variants
+
     out: dict[str, list[str]] = {}
     for v in human_init_variants(env_spec):
         target, p_random, seed = RECIPES[v.variant]

@@ -11,12 +11,15 @@ label Victory, and that is also the pass rule.
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
 from vical.envs.ale import ALEAdapter
-from vical.envs.ale_games._search import DecisionSim, prefix_streams
 from vical.envs.core import Tick
 from vical.envs.scoring import EventCounter, clamp
 from vical.spec import EnvSpec
+
+if TYPE_CHECKING:
+    from vical.authoring.sim import DecisionSim
 
 LANDING_MAX = 90  # floe rewards are 10 x level; larger rewards are igloo or catch bonuses
 
@@ -68,6 +71,8 @@ def policy(sim: DecisionSim, rng: random.Random) -> str:
 
 def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     """Deterministic preloads: deathless seeded hopping from each variant's own skip."""
+    from vical.authoring.search import prefix_streams
+
     return prefix_streams(env_spec, Adapter, LENGTHS, policy, seed=11)
 
 

@@ -8,10 +8,13 @@ This module holds the scripted expert and the human-init generator.
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
 from vical.envs.ale import ALEAdapter
-from vical.envs.ale_games._search import DecisionSim, prefix_streams
 from vical.spec import EnvSpec
+
+if TYPE_CHECKING:
+    from vical.authoring.sim import DecisionSim
 
 
 class Adapter(ALEAdapter):
@@ -35,6 +38,8 @@ def policy(sim: DecisionSim, rng: random.Random) -> str:
 
 def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     """Deterministic preloads: prefixes of one deathless seeded walk through the maze."""
+    from vical.authoring.search import prefix_streams
+
     return prefix_streams(env_spec, Adapter, LENGTHS, policy, seed=5)
 
 

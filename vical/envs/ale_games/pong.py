@@ -15,12 +15,15 @@ horizon.
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
 from vical.envs.ale import ALEAdapter
-from vical.envs.ale_games._search import DecisionSim, human_init_variants
 from vical.envs.core import Tick
 from vical.envs.scoring import EventCounter
 from vical.spec import EnvSpec
+
+if TYPE_CHECKING:
+    from vical.authoring.sim import DecisionSim
 
 BALL_X, BALL_Y, PADDLE_Y = 49, 54, 51
 PLAYER_HALF_X = 140  # reversals right of this x happen at the player's paddle
@@ -118,6 +121,8 @@ def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     until the ball is on the opponent's half flying toward the player, so the
     agent's first decision is about the next return.
     """
+    from vical.authoring.sim import DecisionSim, human_init_variants
+
     out: dict[str, list[str]] = {}
     for i, v in enumerate(human_init_variants(env_spec)):
         n, p_random = RECIPES[v.variant]

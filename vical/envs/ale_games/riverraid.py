@@ -19,7 +19,6 @@ import random
 
 from vical.envs import make_env
 from vical.envs.ale import ALEAdapter
-from vical.envs.ale_games._group_c import generate_for_variants, search_init
 from vical.spec import EnvSpec, TaskVariant
 
 GENERATOR_SEED = 2026
@@ -58,9 +57,10 @@ def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     without steering for six decisions crashes the jet while some short plan
     survives (a bank, an enemy or a bridge is just ahead).
     """
+    from vical.authoring.search import decision_point_init, init_for_variants
 
     def pick(env, v: TaskVariant, rng: random.Random, used: set[str]) -> list[str]:
-        return search_init(
+        return decision_point_init(
             env,
             INIT_MOVES,
             rng,
@@ -72,4 +72,4 @@ def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
             avoid=used,
         )
 
-    return generate_for_variants(env_spec, make_env, pick, GENERATOR_SEED)
+    return init_for_variants(env_spec, make_env, pick, GENERATOR_SEED)

@@ -20,7 +20,6 @@ import random
 
 from vical.envs import make_env
 from vical.envs.ale import ALEAdapter
-from vical.envs.ale_games._group_c import generate_for_variants, search_init
 from vical.spec import EnvSpec, TaskVariant
 
 GENERATOR_SEED = 2026
@@ -73,9 +72,10 @@ def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     has, and ends where idling for six decisions loses the sub to an enemy
     while some short plan survives.
     """
+    from vical.authoring.search import decision_point_init, init_for_variants
 
     def pick(env, v: TaskVariant, rng: random.Random, used: set[str]) -> list[str]:
-        return search_init(
+        return decision_point_init(
             env,
             INIT_MOVES,
             rng,
@@ -86,4 +86,4 @@ def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
             accept=lambda e: e.adapter.depth() > 0,
         )
 
-    return generate_for_variants(env_spec, make_env, pick, GENERATOR_SEED)
+    return init_for_variants(env_spec, make_env, pick, GENERATOR_SEED)

@@ -23,7 +23,6 @@ import random
 
 from vical.envs import make_env
 from vical.envs.ale import ALEAdapter
-from vical.envs.ale_games._group_c import generate_for_variants, search_init
 from vical.envs.core import Tick
 from vical.envs.scoring import EventCounter
 from vical.spec import EnvSpec, TaskVariant
@@ -127,10 +126,11 @@ def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     standing still for eight decisions loses the point while some short
     footwork plan keeps the rally alive (the ball is on its way to the agent).
     """
+    from vical.authoring.search import decision_point_init, init_for_variants
 
     def pick(env, v: TaskVariant, rng: random.Random, used: set[str]) -> list[str]:
-        return search_init(
+        return decision_point_init(
             env, INIT_MOVES, rng, length=(2, 8), danger_within=8, plan_depth=8, avoid=used
         )
 
-    return generate_for_variants(env_spec, make_env, pick, GENERATOR_SEED)
+    return init_for_variants(env_spec, make_env, pick, GENERATOR_SEED)

@@ -11,7 +11,6 @@ import random
 
 from vical.envs import make_env
 from vical.envs.ale import ALEAdapter
-from vical.envs.ale_games._group_c import generate_for_variants, search_init
 from vical.spec import EnvSpec, TaskVariant
 
 GENERATOR_SEED = 2026
@@ -32,10 +31,11 @@ def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     idling for eight decisions loses the ship while some short plan survives
     (an enemy is bearing down on the ship's lane).
     """
+    from vical.authoring.search import decision_point_init, init_for_variants
 
     def pick(env, v: TaskVariant, rng: random.Random, used: set[str]) -> list[str]:
-        return search_init(
+        return decision_point_init(
             env, INIT_MOVES, rng, length=(6, 14), danger_within=8, plan_depth=8, avoid=used
         )
 
-    return generate_for_variants(env_spec, make_env, pick, GENERATOR_SEED)
+    return init_for_variants(env_spec, make_env, pick, GENERATOR_SEED)

@@ -1,0 +1,60 @@
+"""Tools that MAKE task data: human-init sequences, expert play, demo clip plans.
+
+Nothing at run time imports this package (``vical.run``, ``vical.report``,
+``vical.submit`` and ``vical.agent`` stay independent of it). It works on top of
+the runtime's :class:`~vical.envs.core.VicalEnv`:
+
+- :mod:`vical.authoring.sim` — :class:`DecisionSim`, a task's start with
+  canonical decisions and snapshots, for look-ahead and back-off;
+- :mod:`vical.authoring.search` — the search strategies (rewinding deathless
+  play, chunked random shooting, beam search, look-ahead play, dense-start and
+  decision-point searches for human-init sequences);
+- :mod:`vical.authoring.plan` — clip plans, pools and their assignment;
+- :mod:`vical.authoring.make` — ``make_demos``: run a recipe's plans, assign, pack;
+- :mod:`vical.authoring.yamlio` — writing demo lists into a task file;
+- :mod:`vical.authoring.sheet` — start-state contact sheets for review;
+- :mod:`vical.authoring.recipes` — one module per environment (its recipe and,
+  where it has one, its human-init generator), found by :func:`author_module`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from vical.envs import env_module, game_module
+from vical.spec import EnvSpec
+
+# the package of per-environment authoring modules (see its docstring for their API)
+RECIPES_PACKAGE = "vical.authoring.recipes"
+
+
+def author_module(spec: EnvSpec) -> ModuleType | None:
+    """The environment's authoring module ``vical.authoring.recipes.<env>``, if any."""
+    return env_module([RECIPES_PACKAGE], spec)
+
+
+def recipe_for(spec: EnvSpec) -> Callable[[EnvSpec], tuple[list, list]] | None:
+    """The environment's demo recipe ``recipe(spec) -> (plans, pools or id lists)``, or None
+    (the generic plan applies)."""
+    mod = author_module(spec)
+    if mod is None:
+        return None
+    if hasattr(mod, "recipe"):
+        return mod.recipe
+    if hasattr(mod, "RECIPE"):
+        from vical.authoring.recipes._ale import ale_recipe
+
+        return lambda s: ale_recipe(s, mod.RECIPE)
+    return None
+
+
+def init_generator(spec: EnvSpec) -> Callable[[EnvSpec], dict[str, list[str]]] | None:
+    """The environment's ``generate_init_actions``: its authoring module's, else its game
+    module's (where the ALE games keep theirs), else None."""
+    for mod in (author_module(spec), game_module(spec)):
+        fn: Any = getattr(mod, "generate_init_actions", None)
+        if fn is not None:
+            return fn
+    return None

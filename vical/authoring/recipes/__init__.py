@@ -1,0 +1,17 @@
+"""Per-environment authoring modules: ``vical/authoring/recipes/<env>.py``.
+
+Found by the one per-environment lookup (:func:`vical.envs.env_module`, through
+:func:`vical.authoring.author_module`). The public API of such a module, all
+optional:
+
+- ``recipe(spec) -> (plans, pools)``: the environment's demo clip plans
+  (:class:`vical.authoring.plan.ClipPlan`) and either pools
+  (:class:`vical.authoring.plan.Pool`) or, per task in file order, fixed clip
+  id lists;
+- ``RECIPE``: an :class:`vical.authoring.recipes._ale.AleRecipe` (ALE games),
+  applied by :func:`vical.authoring.recipes._ale.ale_recipe`;
+- ``generate_init_actions(spec) -> {variant: [actions]}``: the human-init
+  generator (ALE games keep theirs in their game module for now).
+
+Modules whose name starts with ``_`` hold what several recipes share.
+"""
