@@ -294,7 +294,7 @@ def tasks_sheet(
     out: Path = typer.Option(..., "--out", help="PNG file to write."),
 ) -> None:
     """Draw a contact sheet of every start frame of an environment's tasks, for review."""
-    from vical.envs.sheet import start_sheet
+    from vical.authoring.sheet import start_sheet
 
     tasks = _select(env)
     start_sheet(tasks, out)
@@ -309,7 +309,7 @@ def tasks_make_init(
     ),
 ) -> None:
     """Re-run an environment's human-init generator and print (or check) its sequences."""
-    from vical.envs.sheet import init_generator
+    from vical.authoring import init_generator
 
     envs = _envs()
     if env not in envs:
@@ -1017,7 +1017,8 @@ def demos_make(
     ),
 ) -> None:
     """Re-run the expert tools for an environment and store its demo clips as data."""
-    from vical.demos.make import make_demos, write_demos
+    from vical.authoring.make import make_demos
+    from vical.authoring.yamlio import write_demos
 
     if env not in _envs():
         fail(f"unknown environment {env!r}; known: {', '.join(_envs())}")
@@ -1043,7 +1044,7 @@ def demos_pack(
     Applies vical.demos.packages.QUOTAS (clips per task, the shared pool of each
     environment) to the demos lists of vical/tasks/<env>.yaml.
     """
-    from vical.demos.make import write_demos
+    from vical.authoring.yamlio import write_demos
     from vical.demos.packages import PackError, pack_stored
 
     known = list(_envs())

@@ -1,6 +1,6 @@
 """Demo packages with the paper's structure (Appendix 1.2): a deterministic selection.
 
-The recipes (``vical.demos.make``) produce a pool of clips per environment and a
+The recipes (``vical.authoring``) produce a pool of clips per environment and a
 first assignment of clips to tasks. The paper's packages are leaner: 342 tasks
 receive 576 clip assignments drawn from 148 distinct clips (about four per
 environment), 155 tasks get one clip, 145 two, 37 three and 5 four, and a
