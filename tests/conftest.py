@@ -46,3 +46,52 @@ def browser():
             yield b
         finally:
             b.close()
+
+
+def processes_naming(text: str) -> list[int]:
+    """Live (not zombie) processes whose command line contains ``text``: a command and
+    the workers it forked, which share its command line."""
+    from pathlib import Path
+
+    pids = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes()
+            state = (d / "stat").read_text().split(")")[-1].split()[0]
+        except OSError:
+            continue
+        if text.encode() in cmd and state != "Z":
+            pids.append(int(d.name))
+    return pids
+
+
+def interrupt_group(cmd, started, times, *, env=None, gap=0.1, wait=10.0, start_within=60.0):
+    """Run ``cmd`` in its own session, wait until ``started(proc)`` is true, then send
+    SIGINT to its process group ``times`` times, ``gap`` seconds apart, as a terminal's
+    Ctrl-C does. Returns (exit status, seconds from the first SIGINT to exit, stdout,
+    stderr); the group is SIGKILLed if it outlives ``wait`` seconds."""
+    import signal
+    import subprocess
+    import time
+
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        deadline = time.time() + start_within
+        while not started(proc):
+            assert time.time() < deadline and proc.poll() is None, "the command never started"
+            time.sleep(0.02)
+        t0 = time.time()
+        os.killpg(proc.pid, signal.SIGINT)
+        for _ in range(times - 1):
+            time.sleep(gap)
+            os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=wait)
+        return proc.returncode, time.time() - t0, out.decode(), err.decode()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

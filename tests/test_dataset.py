@@ -106,10 +106,9 @@ def test_rebuilt_folder_never_loads_stale_rows(tmp_path, monkeypatch):
 def test_sigint_leaves_no_half_written_dataset(tmp_path, times):
     """Ctrl-C mid-build: exit 130, no temporary sibling, the old folder untouched."""
     import os
-    import signal
-    import subprocess
     import sys
-    import time
+
+    from tests.conftest import interrupt_group
 
     out = tmp_path / "ds"
     out.mkdir()
@@ -119,26 +118,10 @@ def test_sigint_leaves_no_half_written_dataset(tmp_path, times):
         sys.executable, "-m", "vical.cli", "dataset", "build", "--out", str(out),
         "--tasks", "taxi/*,cliffwalking/*,cartpole/*,lavacrossing/*",
     ]  # fmt: skip
-    proc = subprocess.Popen(
-        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-    )
-    try:
-        deadline = time.time() + 60
-        while not list(tmp_path.glob(".ds-*/videos/*.mp4")):  # rendering has started
-            assert time.time() < deadline and proc.poll() is None, "the build never started"
-            time.sleep(0.02)
-        t0 = time.time()
-        os.killpg(proc.pid, signal.SIGINT)
-        for _ in range(times - 1):
-            time.sleep(0.1)
-            os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=10)
-        took = time.time() - t0
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    err = err.decode()
-    assert proc.returncode == 130 and took < 10, (proc.returncode, took, err)
+    rc, took, _, err = interrupt_group(
+        cmd, lambda p: bool(list(tmp_path.glob(".ds-*/videos/*.mp4"))), times, env=env
+    )  # rendering has started
+    assert rc == 130 and took < 10, (rc, took, err)
     assert "Traceback" not in err, err
     if times == 1:
         assert "left as it was" in err

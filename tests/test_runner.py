@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import interrupt_group, processes_naming
 from vical.envs import make_env
 from vical.run import load_results, run_eval
 from vical.run.results import FILE_MODE
@@ -167,27 +168,7 @@ def _vical(*args: str) -> list[str]:
 
 def _processes_writing(out: Path) -> list[int]:
     """Live processes whose command line names this run folder (parent or workers)."""
-    pids = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            cmd = (d / "cmdline").read_bytes()
-            state = (d / "stat").read_text().split(")")[-1].split()[0]
-        except OSError:
-            continue
-        if str(out).encode() in cmd and state != "Z":
-            pids.append(int(d.name))
-    return pids
-
-
-def _wait_for_episodes(out: Path, n: int, proc, timeout: float = 120) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline and proc.poll() is None:
-        if len(list(out.glob("episodes/*/eval_result.json"))) >= n:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"fewer than {n} episodes after {timeout}s (rc {proc.poll()})")
+    return processes_naming(str(out))
 
 
 def _assert_whole(out: Path, partial_ok: bool = False) -> set[str]:
@@ -203,23 +184,16 @@ def _assert_whole(out: Path, partial_ok: bool = False) -> set[str]:
 
 
 def _interrupt(cmd: list[str], out: Path, times: int, after: int = 1) -> tuple[int, float, str]:
-    """Start ``cmd`` in its own process group, wait for ``after`` episodes, then send
-    SIGINT to the group ``times`` times (as a terminal's Ctrl-C does)."""
-    proc = subprocess.Popen(
-        cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    """Wait for ``after`` finished episodes, then Ctrl-C the command ``times`` times."""
+    rc, took, _, err = interrupt_group(
+        cmd,
+        lambda p: len(list(out.glob("episodes/*/eval_result.json"))) >= after,
+        times,
+        env=ENV,
+        gap=0.2,
+        start_within=120,
     )
-    try:
-        _wait_for_episodes(out, after, proc)
-        t0 = time.time()
-        os.killpg(proc.pid, signal.SIGINT)
-        for _ in range(times - 1):
-            time.sleep(0.2)
-            os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=10)
-        return proc.returncode, time.time() - t0, err.decode()
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+    return rc, took, err
 
 
 @pytest.mark.parametrize("times", [1, 2])

@@ -6,8 +6,6 @@ import io
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tarfile
 import time
@@ -15,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import interrupt_group, processes_naming
 from vical import __version__
 from vical.run import run_eval
 from vical.spec import select_tasks
@@ -245,22 +244,6 @@ def test_leaderboard_page_in_headless_chromium(setup, tmp_path, browser):
 MANY = "taxi/*,cliffwalking/*,lavacrossing/*,cartpole/*,mountaincar/*,acrobot/*"
 
 
-def _procs_naming(text: str) -> list[int]:
-    """Live processes whose command line contains ``text`` (parent or workers)."""
-    pids = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            cmd = (d / "cmdline").read_bytes()
-            state = (d / "stat").read_text().split(")")[-1].split()[0]
-        except OSError:
-            continue
-        if text.encode() in cmd and state != "Z":
-            pids.append(int(d.name))
-    return pids
-
-
 @pytest.fixture(scope="module")
 def big_bundle(tmp_path_factory):
     d = tmp_path_factory.mktemp("big")
@@ -288,34 +271,17 @@ def test_sigint_stops_verify_without_leftovers(big_bundle, tmp_path, times):
         "-j",
         "2",
     ]
-    proc = subprocess.Popen(
-        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    # replay has started once the two forked workers (same command line) exist
+    rc, took, out, err = interrupt_group(
+        cmd, lambda p: len(processes_naming(str(bundle))) >= 3, times, env=env
     )
-    try:
-        # replay has started once the two forked workers (same command line) exist
-        deadline = time.time() + 60
-        while len(_procs_naming(str(bundle))) < 3:
-            assert time.time() < deadline and proc.poll() is None, "replay never started"
-            time.sleep(0.02)
-        time.sleep(0.3)
-        t0 = time.time()
-        os.killpg(proc.pid, signal.SIGINT)
-        for _ in range(times - 1):
-            time.sleep(0.1)
-            os.killpg(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=10)
-        took = time.time() - t0
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    err = err.decode()
-    assert proc.returncode == 130 and took < 10, (proc.returncode, took, err)
+    assert rc == 130 and took < 10, (rc, took, err)
     assert "Traceback" not in err and "Exception ignored" not in err, err
-    assert "PASS" not in out.decode()  # it stopped before the end
+    assert "PASS" not in out  # it stopped before the end
     if times == 1:
         assert "run the same command again" in err
     time.sleep(0.3)
-    assert _procs_naming(str(bundle)) == []
+    assert processes_naming(str(bundle)) == []
     assert list(tmpdir.iterdir()) == []  # the vical-verify-* unpack folder is gone
 
 
@@ -364,26 +330,11 @@ def test_sigint_stops_and_removes_the_submit_container(tmp_path, times):
             "--out", str(tmp_path / "b.tar.gz"), "--tasks", "taxi/state1,cliffwalking/base",
             "--workdir", str(tmp_path / "runs"), "--image", SUBMIT_IMAGE, "--team", "t",
         ]  # fmt: skip
-        proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+        # the evaluation inside the container is running once requests arrive
+        rc, took, _, err = interrupt_group(
+            cmd, lambda p: srv.counts.total() >= 2, times, gap=0.2, wait=15, start_within=90
         )
-        try:
-            deadline = time.time() + 90
-            while srv.counts.total() < 2:  # the evaluation inside the container is running
-                assert time.time() < deadline and proc.poll() is None, "no request arrived"
-                time.sleep(0.05)
-            t0 = time.time()
-            os.killpg(proc.pid, signal.SIGINT)
-            for _ in range(times - 1):
-                time.sleep(0.2)
-                os.killpg(proc.pid, signal.SIGINT)
-            out, err = proc.communicate(timeout=15)
-            took = time.time() - t0
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-    err = err.decode()
-    assert proc.returncode == 130 and took < 10, (proc.returncode, took, err)
+    assert rc == 130 and took < 10, (rc, took, err)
     assert "Traceback" not in err, err
     if times == 1:
         assert "container was stopped and removed" in err
