@@ -16,6 +16,7 @@ seeded random play.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from vical.authoring import recipe_for
@@ -80,7 +81,7 @@ def generic_plans(spec: EnvSpec) -> list[ClipPlan]:
             plans.append(
                 ClipPlan(
                     f"{spec.env}-s{seed}-k{skip}-search",
-                    lambda t, i=i: search_expert(t, seed=i),
+                    partial(search_expert, seed=i),
                     "search expert: receding-horizon rollouts with the simulator's save/restore, "
                     "benchmark score as objective (vical.demos.experts.search_expert)",
                     seed,

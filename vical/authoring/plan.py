@@ -91,7 +91,9 @@ def task_start_hashes(spec: EnvSpec) -> set[str]:
     return {task_start_sha256(TaskSpec(env=spec, variant=v)) for v in spec.tasks}
 
 
-def start_hash(spec: EnvSpec, on: str, seed: int, skip: int, init: list[str]) -> str | None:
+def start_hash(
+    spec: EnvSpec, on: str | None, seed: int | None, skip: int, init: list[str]
+) -> str | None:
     """Frame hash of a clip start (seed, skip, init actions) under variant ``on``'s settings."""
     probe = DemoClip(
         id="probe",

@@ -23,13 +23,16 @@ import random
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from vical.authoring.sim import DecisionSim, human_init_variants, paper_sourced, task_without_init
 from vical.envs.core import VicalEnv, frame_sha256
 from vical.spec import EnvSpec, TaskSpec, TaskVariant
+
+if TYPE_CHECKING:
+    from vical.envs.ale import ALEAdapter
 
 Policy = Callable[[DecisionSim, random.Random], str]
 
@@ -342,7 +345,7 @@ def dense_starts(
 # ---------------------------------------------------------------------------
 def progress_value(env: VicalEnv) -> float:
     """The raw scoring quantity of an ALE adapter (``total``)."""
-    return float(env.adapter.total)
+    return float(cast("ALEAdapter", env.adapter).total)
 
 
 def rollout(
@@ -393,7 +396,7 @@ def lookahead_play(
                 env.restore(root)
                 r = rollout(env, [a, *tail], value, death_penalty)
                 v = r if v is None else max(v, r)
-            if best is None or v > best:
+            if best is None or (v is not None and v > best):
                 best, best_a = v, a
         env.restore(root)
         env.step(best_a)

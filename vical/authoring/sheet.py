@@ -33,7 +33,7 @@ def start_sheet(tasks: list[TaskSpec], out: Path, columns: int = 5) -> None:
     for i, (t, f) in enumerate(frames):
         r, c = divmod(i, cols)
         x, y = c * CELL_W, r * (ch + cap)
-        sheet.paste(Image.fromarray(f).resize((CELL_W, ch), Image.BILINEAR), (x, y))
+        sheet.paste(Image.fromarray(f).resize((CELL_W, ch), Image.Resampling.BILINEAR), (x, y))
         v = t.variant
         label = f"{t.id} ({v.kind})"
         if len(label) > 34:

@@ -12,12 +12,15 @@ environment's (:meth:`VicalEnv.snapshot`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from vical.envs.core import Outcome, Snapshot, VicalEnv, frame_sha256
 from vical.spec import EnvSpec, TaskSpec, TaskVariant
+
+if TYPE_CHECKING:
+    from vical.envs.ale import ALEAdapter
 
 
 def task_without_init(env_spec: EnvSpec, variant: TaskVariant) -> TaskSpec:
@@ -109,11 +112,11 @@ class DecisionSim:
         self.env.restore(state)
 
     def ram(self) -> np.ndarray:
-        return self.adapter.ram()
+        return cast("ALEAdapter", self.adapter).ram()
 
     @property
     def ale(self) -> Any:
-        return self.adapter.ale
+        return cast("ALEAdapter", self.adapter).ale
 
     def frame_hash(self) -> str:
         return frame_sha256(self.adapter.frame())

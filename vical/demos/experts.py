@@ -22,10 +22,14 @@ import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 from vical.envs import make_env
 from vical.envs.core import Snapshot, Step, VicalEnv
 from vical.spec import TaskSpec
+
+if TYPE_CHECKING:
+    from vical.envs.gymbase import GymAdapter
 
 
 class Sim:
@@ -166,7 +170,7 @@ def search_expert(
             for a in names:
                 sim.restore(root)
                 s = sim.step(a)
-                val = (*_value(s), len(sim.history))
+                val: tuple | None = (*_value(s), len(sim.history))
                 if not s.done:
                     # the action is worth its best continuation, not its first step
                     after = sim.save()
@@ -184,7 +188,7 @@ def search_expert(
                             left -= 1
                         v = (*_value(r), len(sim.history))
                         val = v if val is None else max(val, v)
-                if best is None or val > best:
+                if best is None or (val is not None and val > best):
                     best, best_a = val, a
             sim.restore(root)
             last = sim.step(best_a)
@@ -250,8 +254,10 @@ def run_policy(task: TaskSpec, policy: Callable[[VicalEnv], str]) -> ExpertResul
 # ---------------------------------------------------------------------------
 # scripted controllers (classic control): read the native state, pick an action
 # ---------------------------------------------------------------------------
-def _native_state(env: VicalEnv):
-    return env.adapter.env.unwrapped.state
+def _native_state(env: VicalEnv) -> Any:
+    # a classic-control env (CartPole, Acrobot, MountainCar): its ``state`` array
+    native: Any = cast("GymAdapter", env.adapter).env.unwrapped
+    return native.state
 
 
 def cartpole_policy(env: VicalEnv) -> str:

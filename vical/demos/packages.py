@@ -197,9 +197,9 @@ def pack_env(
     own = {v: [c.id for c in demos.get(v, [])] for v in variants}
     pool: dict[str, DemoClip] = {}
     for v in variants:
-        for c in demos.get(v, []):
-            if pool.setdefault(c.id, c) != c:
-                raise PackError(f"{spec.env}: clip {c.id} is defined twice, differently")
+        for clip in demos.get(v, []):
+            if pool.setdefault(clip.id, clip) != clip:
+                raise PackError(f"{spec.env}: clip {clip.id} is defined twice, differently")
     shown_by = {cid: sum(cid in own[v] for v in variants) for cid in pool}
     keys = {v: _class_key(tasks[v]) for v in variants}
     # candidates of a task: its own clips, those of tasks that replay alike, then the rest

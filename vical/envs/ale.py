@@ -16,13 +16,15 @@ score on cumulative reward.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import ale_py
 import gymnasium as gym
 import numpy as np
+from ale_py.env import AtariEnv
 
 from vical.envs.core import Adapter, Tick
 from vical.envs.scoring import capped_ratio
@@ -34,7 +36,8 @@ ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
 
 gym.register_envs(ale_py)
 
-_ACTION_INDEX = {a.name: int(a.value) for a in ale_py.Action}
+# pybind11 enum: iterable at run time, though its stub declares no ``__iter__``
+_ACTION_INDEX = {a.name: int(a.value) for a in cast("Iterable[ale_py.Action]", ale_py.Action)}
 
 
 class ALEAdapter(Adapter):
@@ -55,14 +58,17 @@ class ALEAdapter(Adapter):
         self.game = kw.pop("game")
         self.unit_steps = int(kw.pop("unit_steps", 1))
         kw.setdefault("frameskip", 4)
-        self.env = gym.make(
-            f"ALE/{self.game}-v5",
-            repeat_action_probability=0.0,
-            full_action_space=True,
-            render_mode="rgb_array",
-            max_num_frames_per_episode=None,
-            **kw,
-        ).unwrapped
+        self.env = cast(
+            AtariEnv,
+            gym.make(
+                f"ALE/{self.game}-v5",
+                repeat_action_probability=0.0,
+                full_action_space=True,
+                render_mode="rgb_array",
+                max_num_frames_per_episode=None,
+                **kw,
+            ).unwrapped,
+        )
         self.ale = self.env.ale
         self.tracking = False
         self.total = 0.0
@@ -96,7 +102,8 @@ class ALEAdapter(Adapter):
         terminated = False
         info: dict[str, Any] = {}
         for _ in range(self.unit_steps):
-            _obs, r, terminated, _trunc, info = self.env.step(idx)
+            _obs, r, terminated, _trunc, step_info = self.env.step(idx)
+            info = cast("dict[str, Any]", step_info)
             reward += float(r)
             if terminated:
                 break

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import math
+from typing import cast
+
+from gymnasium.envs.classic_control.acrobot import AcrobotEnv
+from gymnasium.envs.classic_control.mountain_car import MountainCarEnv
 
 from vical.envs.core import Tick
 from vical.envs.gymbase import GymAdapter
@@ -47,7 +51,9 @@ class AcrobotAdapter(GymAdapter):
     """
 
     def height(self) -> float:
-        t1, t2 = self.env.unwrapped.state[0], self.env.unwrapped.state[1]
+        env = cast(AcrobotEnv, self.env.unwrapped)
+        assert env.state is not None  # set by reset
+        t1, t2 = env.state[0], env.state[1]
         return float(-math.cos(t1) - math.cos(t1 + t2))
 
     def start(self) -> None:
@@ -79,12 +85,12 @@ class MountainCarAdapter(GymAdapter):
     """
 
     def position(self) -> float:
-        return float(self.env.unwrapped.state[0])
+        return float(cast(MountainCarEnv, self.env.unwrapped).state[0])
 
     def start(self) -> None:
         self.x0 = self.position()
         self.best = self.x0
-        self.goal = float(self.env.unwrapped.goal_position)
+        self.goal = float(cast(MountainCarEnv, self.env.unwrapped).goal_position)
 
     def on_tick(self, tick: Tick) -> None:
         self.best = max(self.best, self.position())
@@ -101,7 +107,7 @@ class MountainCarAdapter(GymAdapter):
 
 
 def make_adapter(task: TaskSpec) -> GymAdapter:
-    adapters = {
+    adapters: dict[str, type[GymAdapter]] = {
         "cartpole": CartPoleAdapter,
         "acrobot": AcrobotAdapter,
         "mountaincar": MountainCarAdapter,

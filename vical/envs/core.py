@@ -322,7 +322,7 @@ class VicalEnv:
                 ending = "Terminated"
             if ending is not None:
                 after = self.adapter.lives() if lives0 is not None else None
-                lost = after is not None and after < lives0
+                lost = after is not None and lives0 is not None and after < lives0
                 return Outcome(reward, bool(tick.terminated), lost, ending)
             if lives_before is not None:
                 after = self.adapter.lives()

@@ -18,6 +18,7 @@ different tasks apart.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
@@ -30,9 +31,14 @@ from vical.envs.gymbase import GymAdapter
 from vical.envs.scoring import EventCounter
 from vical.spec import TaskSpec
 
+if TYPE_CHECKING:
+    from flappy_bird_gymnasium import FlappyBirdEnv
+
 
 class FlappyAdapter(GymAdapter):
     """Pipes-passed score; no survival reward."""
+
+    env: FlappyBirdEnv
 
     def start(self) -> None:
         self.pipes = EventCounter(target=self.task.target("pipes_target"))

@@ -34,7 +34,7 @@ rendering is off-screen pygame with fixed size and scaling.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -44,6 +44,7 @@ os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 import gymnasium as gym
 import highway_env  # noqa: F401  (registers highway-v0)
 from highway_env.envs.common.graphics import EnvViewer
+from highway_env.envs.highway_env import HighwayEnv
 
 from vical.envs.core import Tick
 from vical.envs.gymbase import GymAdapter
@@ -76,10 +77,15 @@ def highway_config(task: TaskSpec) -> dict[str, Any]:
 class HighwayAdapter(GymAdapter):
     """highway-v0 with a normalized high-speed score and crash termination."""
 
-    def make_env(self) -> gym.Env:
-        return gym.make(
-            self.task.env.sim_id, render_mode="rgb_array", config=highway_config(self.task)
-        ).unwrapped
+    env: HighwayEnv
+
+    def make_env(self) -> HighwayEnv:
+        return cast(
+            HighwayEnv,
+            gym.make(
+                self.task.env.sim_id, render_mode="rgb_array", config=highway_config(self.task)
+            ).unwrapped,
+        )
 
     def reset(self, seed: int) -> None:
         super().reset(seed)

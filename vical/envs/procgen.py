@@ -423,8 +423,8 @@ class DodgeballAdapter(RewardTargetAdapter):
             return -0.01 * d
         door = st.of_type(DODGEBALL_DOOR)
         if door:
-            d = door[0]
-            return -0.1 * (abs(d.x - a.x) + abs(d.y - a.y))
+            door0 = door[0]
+            return -0.1 * (abs(door0.x - a.x) + abs(door0.y - a.y))
         return 0.0
 
 

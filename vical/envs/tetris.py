@@ -19,6 +19,7 @@ PCG64 generator is seeded by ``reset(seed)``; nothing else is random.
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 import tetris_gymnasium.envs  # noqa: F401  (registers tetris_gymnasium/Tetris)
@@ -28,9 +29,14 @@ from vical.envs.gymbase import GymAdapter
 from vical.envs.scoring import EventCounter
 from vical.spec import TaskSpec
 
+if TYPE_CHECKING:
+    from tetris_gymnasium.envs.tetris import Tetris
+
 
 class TetrisAdapter(GymAdapter):
     """Row-clearing score; the piece-drop reward of the simulator is never read."""
+
+    env: Tetris
 
     def frame(self) -> np.ndarray:
         # tetris-gymnasium 0.3.0 casts with ``astype(np.integer)`` while drawing,

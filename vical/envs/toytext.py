@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections import deque
 from pathlib import Path
+from typing import cast
 
-import gymnasium as gym
+from gymnasium.envs.toy_text.cliffwalking import CliffWalkingEnv
+from gymnasium.envs.toy_text.taxi import TaxiEnv
 
 from vical.envs.core import Tick
 from vical.envs.gymbase import GymAdapter
@@ -60,7 +62,7 @@ class CliffWalkingAdapter(GymAdapter):
         self.dist = cliff_distances()
 
     def pos(self) -> tuple[int, int]:
-        return divmod(int(self.env.unwrapped.s), CLIFF_COLS)
+        return divmod(int(cast(CliffWalkingEnv, self.env.unwrapped).s), CLIFF_COLS)
 
     def start(self) -> None:
         self.start_d = self.dist[self.pos()]
@@ -154,7 +156,7 @@ def taxi_building_pixels():
 
 def taxi_cell_origin(env, cell: tuple[int, int]) -> tuple[int, int]:
     """Top-left pixel (x, y) of a grid cell in the rendered frame."""
-    return tuple(env.unwrapped.get_surf_loc(cell))  # type: ignore[return-value]
+    return tuple(env.unwrapped.get_surf_loc(cell))
 
 
 class TaxiAdapter(GymAdapter):
@@ -168,6 +170,8 @@ class TaxiAdapter(GymAdapter):
     by breadth-first search over the simulator's own transition table.
     """
 
+    env: TaxiEnv
+
     def __init__(self, task: TaskSpec):
         super().__init__(task)
         kw = task.env_kwargs
@@ -179,13 +183,16 @@ class TaxiAdapter(GymAdapter):
             raise ValueError(f"{task.id}: the Taxi-v3 tasks need is_rainy and fickle_passenger off")
         self.P = self.env.P
 
-    def make_env(self) -> gym.Env:
+    def make_env(self) -> TaxiEnv:
         import pygame
 
-        env = super().make_env()
+        env = cast(TaxiEnv, super().make_env())
         # set before the first render: Gymnasium loads a sprite only while it is None
         env.destination_img = taxi_destination_sprite()
-        env.house_img = pygame.Surface(_taxi_sprite("house").get_size(), pygame.SRCALPHA)
+        # Gymnasium declares the sprite None until it loads one
+        env.house_img = pygame.Surface(  # type: ignore[assignment]
+            _taxi_sprite("house").get_size(), pygame.SRCALPHA
+        )
         return env
 
     def solve(self, state: int) -> int:
@@ -226,7 +233,7 @@ class TaxiAdapter(GymAdapter):
 
     def start(self) -> None:
         r, c, p, d = self._decode()
-        self.locs = [tuple(x) for x in self.env.locs]
+        self.locs = cast("list[tuple[int, int]]", [tuple(x) for x in self.env.locs])
         self.dest = self.locs[d]
         self.optimal = self.solve(int(self.env.s))
         self.ms = Milestones(dict(self.task.params["weights"]))
@@ -249,6 +256,8 @@ class TaxiAdapter(GymAdapter):
             self.ms.hit("delivered")
             self.ms.partial = min(1.0, self.optimal / max(self.moves, 1))
         elif "pickup" in self.ms.reached:
+            # both set when the pickup was reached
+            assert self.to_dest0 is not None and self.best_to_dest is not None
             d = self._grid_dist((r, c), self.dest) if p == 4 else self.to_dest0
             self.best_to_dest = min(self.best_to_dest, d)
             self.ms.partial = (

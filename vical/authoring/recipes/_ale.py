@@ -68,11 +68,13 @@ CHUNK = (
 def _ale_win_expert(recipe: AleRecipe, n: int, seed: int) -> Callable[[TaskSpec], ExpertResult]:
     """The recipe's expert; the first of a few seeds whose clip passes (else the best score)."""
 
+    def play(s: int) -> Callable[[Any, int], list[str]]:
+        return lambda sim, k: recipe.win(sim, k, s)
+
     def expert(t: TaskSpec) -> ExpertResult:
-        return first_passing(
-            ale_expert(t, lambda sim, k, s=s: recipe.win(sim, k, s), n)
-            for s in (seed, seed + 100, seed + 200)
-        )
+        result = first_passing(ale_expert(t, play(s), n) for s in (seed, seed + 100, seed + 200))
+        assert result is not None  # three runs, so there is a best
+        return result
 
     return expert
 

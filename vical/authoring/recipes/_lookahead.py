@@ -204,7 +204,8 @@ def _fits(spec: EnvSpec, variants: list[str], clip: DemoClip, openings: dict[str
 def lookahead_recipe(game: GameDemos, spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
     """Clip plans and pools for one game (see the module docstring)."""
     openings = {v.variant: task_start_sha256(TaskSpec(env=spec, variant=v)) for v in spec.tasks}
-    taken = set(openings.values())
+    # may hold None (an unreachable clip start, see below)
+    taken: set[str | None] = set(openings.values())
     plans: list[ClipPlan] = []
     pools: list[Pool] = []
     # per sharing key: clips made so far, as (clip, is_win)
@@ -300,7 +301,7 @@ def _clip_start(
     skip: int,
     warm_n: int,
     warm_seed: int,
-    taken: set[str],
+    taken: set[str | None],
 ) -> tuple[int, list[str]] | None:
     """(skip, warm-up) of a start no task opens on and no clip starts from; on a clash or
     a failed warm-up the skip grows a frame at a time."""

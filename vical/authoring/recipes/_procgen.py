@@ -28,12 +28,13 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, cast
 
 from vical.authoring.plan import ClipPlan, Pool, replayed, variant_task
 from vical.authoring.search import procgen_beam
 from vical.demos.render import clip_outcome, clip_task
 from vical.envs.core import VicalEnv
-from vical.envs.procgen import GameState, Reader, make_adapter
+from vical.envs.procgen import GameState, ProcgenAdapter, Reader, make_adapter
 from vical.spec import DemoClip, EnvSpec, TaskSpec
 
 # Unused levels are looked for from this seed on (task seeds are all below it).
@@ -57,7 +58,7 @@ def held(name: str) -> Policy:
 
 def random_held(hold: int = 4, among: tuple[str, ...] = ()) -> Policy:
     """Seeded random actions (from ``among``, default all), each held 1 to ``hold`` decisions."""
-    state = {"cur": None, "left": 0}
+    state: dict[str, Any] = {"cur": None, "left": 0}
 
     def pick(env: VicalEnv, rng: random.Random, t: int) -> str:
         if t == 0:
@@ -157,7 +158,7 @@ def _opening_state(base: TaskSpec, seed: int) -> GameState:
     env = _fast_env(base, seed, [], 1)
     try:
         env.reset()
-        return env.adapter.state()
+        return cast(ProcgenAdapter, env.adapter).state()
     finally:
         env.close()
 

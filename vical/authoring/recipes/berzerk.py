@@ -146,7 +146,10 @@ def recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
     plans, groups = _points_recipe(spec)
     taken = task_start_hashes(spec)
     for p in plans:
-        taken.add(start_hash(spec, p.on, p.seed, p.initial_skip, p.init_actions))
+        # an unreachable start (None) is never claimed anyway (see claim_start)
+        h = start_hash(spec, p.on, p.seed, p.initial_skip, p.init_actions)
+        if h is not None:
+            taken.add(h)
     pools: list[Pool] = []
     shift, warm_n = EXIT_START
     for gi, group in enumerate(groups):

@@ -23,12 +23,16 @@ to 20 pixels above the next gap's lower edge and is not already climbing.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
 from flappy_bird_gymnasium.envs.constants import PIPE_WIDTH, PLAYER_HEIGHT
 
 from vical.authoring.plan import ClipPlan, ClipPool, Pool, seed_env
 from vical.envs.core import VicalEnv
 from vical.spec import EnvSpec
+
+if TYPE_CHECKING:
+    from vical.envs.flappy import FlappyAdapter
 
 PILOT = (
     "scripted expert: pilot that flaps when the bird sinks to 20 px above the next gap's lower "
@@ -46,7 +50,7 @@ APPROACH = 90
 
 
 def _game(env: VicalEnv):
-    return env.adapter.env
+    return cast("FlappyAdapter", env.adapter).env
 
 
 def _next_pipe(env: VicalEnv) -> tuple[dict, dict]:

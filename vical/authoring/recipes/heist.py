@@ -9,12 +9,19 @@ only opens with the key of its colour.
 from __future__ import annotations
 
 import random
+from typing import cast
 
 import numpy as np
 
 from vical.authoring.recipes._procgen import ProcgenRecipe, procgen_recipe
 from vical.envs.core import VicalEnv
-from vical.envs.procgen import HEIST_KEY, HEIST_LOCKED_DOOR, HEIST_WALL, grid_distances
+from vical.envs.procgen import (
+    HEIST_KEY,
+    HEIST_LOCKED_DOOR,
+    HEIST_WALL,
+    HeistAdapter,
+    grid_distances,
+)
 from vical.spec import EnvSpec
 
 MOVES = {"Left": (-1, 0), "Right": (1, 0), "Up": (0, 1), "Down": (0, -1)}
@@ -28,7 +35,7 @@ def _toward_lock(env: VicalEnv) -> tuple[int, str] | None:
     the walk never picks up a key; the move heads for the centre of the next cell on
     that route (the door itself once next to it). None if no such door is reachable.
     """
-    ad = env.adapter
+    ad = cast(HeistAdapter, env.adapter)
     st = ad.state()
     _, _, has = ad._keys_doors()
     a = st.agent

@@ -23,6 +23,7 @@ lists are short and the whole recipe runs in a few minutes.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
 from vical.authoring.plan import (
     ClipPlan,
@@ -36,6 +37,9 @@ from vical.authoring.plan import (
 from vical.envs import make_env
 from vical.envs.core import VicalEnv
 from vical.spec import EnvSpec, TaskSpec
+
+if TYPE_CHECKING:
+    from vical.envs.highway import HighwayAdapter
 
 DRIVER = (
     "scripted expert: gap-keeping driver (keeps a time headway to the car ahead, brakes when it "
@@ -56,7 +60,7 @@ CRASH_STEPS = (6, 20)
 
 def gap_driver(env: VicalEnv) -> str:
     """Keep a time gap to the car ahead; change lanes only into a clearly freer lane."""
-    ad = env.adapter
+    ad = cast("HighwayAdapter", env.adapter)
     road, ego = ad.env.road, ad.ego
     start, end, lane = ego.lane_index
     n_lanes = len(road.network.graph[start][end])

@@ -18,11 +18,16 @@ re-run every decision, so gravity pulling the piece down is accounted for.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
 
 from vical.authoring.plan import ClipPlan, ClipPool, Pool, seed_env
 from vical.envs.core import VicalEnv
 from vical.spec import EnvSpec
+
+if TYPE_CHECKING:
+    from vical.envs.tetris import TetrisAdapter
 
 PLANNER = (
     "scripted expert: greedy placement planner over the simulator's board (every rotation and "
@@ -75,7 +80,7 @@ def _holes_and_height(game, board: np.ndarray) -> tuple[int, int]:
 
 def planner(env: VicalEnv) -> str:
     """The next action toward the best placement of the falling piece."""
-    game = env.adapter.env
+    game = cast("TetrisAdapter", env.adapter).env
     piece = game.active_tetromino.matrix
     best = None
     for turns in range(4):
@@ -104,7 +109,8 @@ def _planned_game(spec: EnvSpec, seed: int) -> tuple[list[str], list[int], str |
     row was cleared, and the outcome."""
     env = seed_env(spec, seed, LIMIT)
     try:
-        acts, clears = [], []
+        acts: list[str] = []
+        clears: list[int] = []
         while not env.done:
             acts.append(planner(env))
             env.step(acts[-1])
@@ -119,7 +125,7 @@ def _topout(spec: EnvSpec, seed: int, planned: int, keep: int) -> tuple[list[str
     the game ends; the clip keeps the last ``keep`` actions."""
     env = seed_env(spec, seed, LIMIT)
     try:
-        acts = []
+        acts: list[str] = []
         while not env.done:
             acts.append(planner(env) if len(acts) < planned else "Hard Drop")
             env.step(acts[-1])
@@ -139,7 +145,7 @@ def recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
     # whole games: the two shortest two-row wins among the first seeds
     games = {s: _planned_game(spec, s) for s in SEEDS[:6]}
     wins = sorted((len(a), s) for s, (a, c, o) in games.items() if o == "Victory" and len(c) >= 2)
-    used = set()
+    used: set[int] = set()
     for _, seed in wins:
         if len(used) == 2:
             break

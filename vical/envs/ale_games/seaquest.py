@@ -17,6 +17,7 @@ extra wrapper step is needed; ``prepare`` only asserts the sub is in play.
 from __future__ import annotations
 
 import random
+from typing import cast
 
 from vical.envs import make_env
 from vical.envs.ale import ALEAdapter
@@ -83,7 +84,7 @@ def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
             danger_within=6,
             plan_depth=6,
             avoid=used,
-            accept=lambda e: e.adapter.depth() > 0,
+            accept=lambda e: cast(Adapter, e.adapter).depth() > 0,
         )
 
     return init_for_variants(env_spec, make_env, pick, GENERATOR_SEED)
