@@ -9,6 +9,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+# Plain help text: typer's boxed help cuts option names into ellipses in an 80-column
+# terminal (set TYPER_USE_RICH=1 for the boxes). Read by typer when it is imported.
+os.environ.setdefault("TYPER_USE_RICH", "0")
+
 import typer
 from rich.console import Console
 from rich.table import Table
