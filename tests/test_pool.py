@@ -230,3 +230,41 @@ def test_workers_die_with_their_parent(tmp_path):
     while time.time() < deadline and any(_alive(w) for w in workers):
         time.sleep(0.05)
     assert not any(_alive(w) for w in workers), "a worker outlived its parent"
+
+
+def test_workers_of_a_parent_that_is_pid_1_live():
+    """In a container the command is pid 1: its workers must not take that for a dead
+    parent (they did, and every episode crashed with BrokenProcessPool)."""
+    import shutil
+    import subprocess
+    import sys
+
+    code = (
+        "from vical.run.pool import run_pool\n"
+        "out = []\n"
+        "run_pool(abs, [-1, -2, -3, -4], 2, lambda j, v, e: out.append((v, e)))\n"
+        "assert sorted(v for v, e in out) == [1, 2, 3, 4], out\n"
+        "import os; print('pid', os.getpid())\n"
+    )
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare not installed")
+    r = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if r.returncode != 0 and "Operation not permitted" in r.stderr:
+        pytest.skip("no permission for a new pid namespace here")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "pid 1"
+
+
+def test_die_with_parent_checks_the_parent_it_was_given():
+    import subprocess
+    import sys
+
+    ok = "import os; from vical.run.pool import die_with_parent; die_with_parent(os.getppid())"
+    gone = "from vical.run.pool import die_with_parent; die_with_parent(2**22 + 7)"
+    assert subprocess.run([sys.executable, "-c", ok]).returncode == 0
+    assert subprocess.run([sys.executable, "-c", gone]).returncode == 1

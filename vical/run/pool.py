@@ -47,22 +47,26 @@ class Interrupted(Exception):
         self.signum = signum
 
 
-def die_with_parent() -> None:
-    """Ask the kernel to SIGKILL this process when its parent exits (Linux only)."""
+def die_with_parent(parent: int | None = None) -> None:
+    """Ask the kernel to SIGKILL this process when its parent exits (Linux only).
+
+    ``parent`` is the pid the parent had before the fork: if it is no longer this
+    process's parent, the parent died before the request took effect. (Comparing
+    with pid 1 would be wrong in a container, where the parent may be pid 1.)
+    """
     if not sys.platform.startswith("linux"):
         return
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    # the parent may already be gone between fork and prctl
-    if os.getppid() == 1:
+    if parent is not None and os.getppid() != parent:
         os._exit(1)
 
 
-def _worker_init(extra: Callable[[], None] | None) -> None:
+def _worker_init(extra: Callable[[], None] | None, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    die_with_parent()
+    die_with_parent(parent)
     if extra is not None:
         extra()
 
@@ -186,7 +190,7 @@ def run_pool(
 
     def new_pool() -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
-            max_workers=workers, initializer=_worker_init, initargs=(initializer,)
+            max_workers=workers, initializer=_worker_init, initargs=(initializer, os.getpid())
         )
 
     pool = new_pool()
