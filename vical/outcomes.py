@@ -14,7 +14,9 @@ files are the same bytes as before.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from enum import StrEnum
+from typing import Any
 
 
 class FailureMode(StrEnum):
@@ -40,6 +42,15 @@ INFRASTRUCTURE_FAILURES: frozenset[FailureMode] = frozenset({FailureMode.API_ERR
 ENVIRONMENT_FAILURES: frozenset[FailureMode] = frozenset(
     {FailureMode.TIMEOUT, FailureMode.EARLY_TERMINATION}
 )
+
+
+def short_tasks(results: Iterable[Any], runs_per_task: int) -> list[str]:
+    """Tasks among ``results`` (objects with ``task_id`` and ``run_index``) that do not
+    hold exactly the runs 0..runs_per_task-1, sorted."""
+    runs: dict[str, set[int]] = {}
+    for r in results:
+        runs.setdefault(r.task_id, set()).add(r.run_index)
+    return sorted(t for t, ks in runs.items() if ks != set(range(runs_per_task)))
 
 
 def episode_failure(

@@ -33,6 +33,7 @@ from typing import Any
 from vical import __version__
 from vical.errors import VicalError
 from vical.outcomes import episode_name
+from vical.outcomes import short_tasks as outcome_short_tasks
 from vical.run.results import RunManifest, load_results
 from vical.spec import all_tasks, tasks_digest
 from vical.submit.keys import key_id, load_private, public_pem, sign
@@ -104,10 +105,7 @@ def missing_episodes(run_dir: Path) -> list[str]:
 
 def short_tasks(run_dir: Path, runs_per_task: int) -> list[str]:
     """Tasks present in the run without all of its declared runs (0..R-1) as results."""
-    runs: dict[str, set[int]] = {}
-    for r in load_results(run_dir):
-        runs.setdefault(r.task_id, set()).add(r.run_index)
-    return sorted(t for t, ks in runs.items() if ks != set(range(runs_per_task)))
+    return outcome_short_tasks(load_results(run_dir), runs_per_task)
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:

@@ -46,6 +46,7 @@ from vical.outcomes import (
     INFRASTRUCTURE_FAILURES,
     episode_failure,
     episode_name,
+    short_tasks,
 )
 from vical.run.results import EvalResult, RunManifest
 from vical.spec import all_tasks, tasks_digest
@@ -225,17 +226,14 @@ def check_contents(root: Path, manifest: dict[str, Any]) -> list[EvalResult]:
                     f"{rel}/log.jsonl: agent settings differ from the run's ({', '.join(keys)})",
                 )
         results.append(r)
-    runs: dict[str, set[int]] = {}
-    for r in results:
-        runs.setdefault(r.task_id, set()).add(r.run_index)
-    short = sorted(t for t, ks in runs.items() if ks != set(range(run.runs_per_task)))
+    short = short_tasks(results, run.runs_per_task)
     if short:
         raise VerifyError(
             "coverage",
             f"{len(short)} task(s) without all {run.runs_per_task} run(s) the run declares: "
             f"{short[:5]}",
         )
-    missing = sorted(set(tasks) - set(runs))
+    missing = sorted(set(tasks) - {r.task_id for r in results})
     if missing and not manifest.get("partial"):
         raise VerifyError(
             "coverage",
