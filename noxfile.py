@@ -92,6 +92,46 @@ def image(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "-m", "image", "tests/test_image.py", *session.posargs)
 
 
+# The LiteLLM proxy the interop session runs against: pinned, and installed in a
+# virtualenv of its own (its dependencies are not vical's, nor in the lock).
+LITELLM = "litellm[proxy]==1.108.7"
+
+
+@nox.session(python=PY)
+def interop(session: nox.Session) -> None:
+    """vical against third-party implementations: a LiteLLM proxy for both OpenAI APIs,
+    ffprobe over every MP4 of a full dataset build, OpenSSL over a bundle signature, and
+    Gymnasium's check_env over every environment (see README, "Interoperability")."""
+    if shutil.which("ffprobe") is None:
+        session.error("ffprobe is missing: apt-get install ffmpeg")
+    if shutil.which("openssl") is None:
+        session.error("openssl is missing: apt-get install openssl")
+    _install(session)
+    proxy_env = Path(session.cache_dir) / "litellm"
+    if not (proxy_env / "bin" / "litellm").exists():
+        session.run("python", "-m", "venv", str(proxy_env))
+        session.run(str(proxy_env / "bin" / "pip"), "install", "-q", LITELLM, external=True)
+    dataset = Path("build/interop-dataset")
+    session.run("vical", "dataset", "build", "--out", str(dataset))
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "-n",
+        "2",
+        "-m",
+        "not slow and not image",
+        "tests/test_interop.py",
+        "tests/test_gym.py",
+        "tests/test_submit_openssl.py",
+        *session.posargs,
+        env={
+            "VICAL_LITELLM": str(proxy_env / "bin" / "litellm"),
+            "VICAL_INTEROP_DATASET": str(dataset),
+        },
+    )
+
+
 @nox.session(python=PY)
 def lock(session: nox.Session) -> None:
     """Re-resolve requirements.lock from pyproject.toml (review the diff before committing)."""
