@@ -1,7 +1,8 @@
 """Reports: Table-1 aggregation and the paper's analyses, computed from result files only.
 
 ``table`` aggregates Table 1; ``analyses`` holds one pure function per analysis
-of the paper; ``plots`` draws their figures; ``sections`` lays every table out
+of the paper; ``usage`` sums the episodes' tokens and cost per run and per
+environment; ``plots`` draws the figures; ``sections`` lays every table out
 once for ``document`` (Markdown, JSON) and ``html`` (the self-contained page).
 """
 

@@ -242,8 +242,12 @@ def action_distributions(runs: Runs, envs: Iterable[str] | None = None) -> dict[
 
 
 def total_variation(p: Mapping[str, float], q: Mapping[str, float]) -> float:
-    """TV distance: half the L1 distance between two distributions over action names."""
-    keys = set(p) | set(q)
+    """TV distance: half the L1 distance between two distributions over action names.
+
+    Summed in sorted key order, so the float is the same in every process (a set's
+    order follows the string hash seed, and float addition is not associative).
+    """
+    keys = sorted(set(p) | set(q))
     return 0.5 * sum(abs(p.get(k, 0.0) - q.get(k, 0.0)) for k in keys)
 
 

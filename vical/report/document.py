@@ -14,6 +14,7 @@ from typing import Any
 from vical.outcomes import episode_name
 from vical.report import analyses as an
 from vical.report.table import RunReport, build_report
+from vical.report.usage import manifest_model, report_usage, run_usage
 from vical.run.results import (
     EvalResult,
     atomic_write_bytes,
@@ -119,13 +120,23 @@ def build_document(
         "trajectory_task": task,
         "trajectories": an.trajectory_rows(runs, task) if task else [],
     }
+    infra_results = {name: load_infrastructure_failures(folders[name]) for name in with_ref}
     infra = {
-        name: [
-            {"episode": episode_name(r.task_id, r.run_index), "task": r.task_id}
-            for r in load_infrastructure_failures(folders[name])
-        ]
-        for name in with_ref
+        name: [{"episode": episode_name(r.task_id, r.run_index), "task": r.task_id} for r in rs]
+        for name, rs in infra_results.items()
     }
+    usage = report_usage(
+        [
+            run_usage(
+                name,
+                rs,
+                infra_results[name],
+                manifest_model(folders[name]),
+                reference=name == random_name,
+            )
+            for name, rs in with_ref.items()
+        ]
+    )
     return {
         "runs": reports,
         "random": random_report,
@@ -135,6 +146,7 @@ def build_document(
         "analyses": analyses,
         # episodes the endpoint or network ended: not results, left out of every figure
         "infrastructure_failures": {k: v for k, v in infra.items() if v},
+        "usage": usage,
     }
 
 
@@ -213,6 +225,7 @@ def document_json(doc: dict[str, Any], figures: dict[str, tuple[str, bytes]]) ->
             "random": doc["random"].model_dump() if doc["random"] else None,
             "analyses": doc["analyses"],
             "infrastructure_failures": doc.get("infrastructure_failures", {}),
+            "usage": doc.get("usage"),
             "figures": {k: f"figures/{k}.png" for k in figures},
         }
     )

@@ -98,243 +98,247 @@ def _per_env(runs: list[RunReport], random: RunReport | None) -> Section:
     )
 
 
-def report_sections(doc: dict[str, Any]) -> list[Section]:
-    a = doc["analyses"]
-    out = [_table1(doc["runs"], doc["random"]), _per_env(doc["runs"], doc["random"])]
-
+def _failure_modes(rows: list[dict[str, Any]]) -> Section:
     # the modes the environment decides first, then those the agent reports
     modes = [m.value for m in FAILURE_MODES if m in ENVIRONMENT_FAILURES] + [
         m.value for m in FAILURE_MODES if m in AGENT_FAILURES
     ]
-    out.append(
-        Section(
-            "failure_modes",
-            "Failure modes per run (Appendix 5.1)",
-            "A failure is an episode without a pass; each mode is given as a count and its "
-            "share of the run's failures. Timeout: the step budget ran out; early termination: "
-            "in-environment failure or death; invalid action: three malformed replies; token "
-            "overflow: context exceeded; API error: the provider failed.",
-            ["Run", "Episodes", "Passed", "Failed", *modes],
-            [
-                [r["run"], str(r["episodes"]), str(r["passed"]), str(r["failed"])]
-                + [f"{r['counts'][m]} ({_pct(r['shares'][m], 0)})" for m in modes]
-                for r in a["failure_modes"]
-            ],
-            figures=["failure_modes"],
-        )
-    )
-
-    def type_rows(rows):
-        return [
-            [
-                r["type"],
-                f"{r['failed']}/{r['episodes']}",
-                _pct(r["failure_rate"]),
-                _pct(r["early_termination"]),
-                _pct(r["timeout"]),
-                _pct(r["other"]),
-                _signed(r["phi_timeout"]),
-            ]
+    return Section(
+        "failure_modes",
+        "Failure modes per run (Appendix 5.1)",
+        "A failure is an episode without a pass; each mode is given as a count and its "
+        "share of the run's failures. Timeout: the step budget ran out; early termination: "
+        "in-environment failure or death; invalid action: three malformed replies; token "
+        "overflow: context exceeded; API error: the provider failed.",
+        ["Run", "Episodes", "Passed", "Failed", *modes],
+        [
+            [r["run"], str(r["episodes"]), str(r["passed"]), str(r["failed"])]
+            + [f"{r['counts'][m]} ({_pct(r['shares'][m], 0)})" for m in modes]
             for r in rows
-        ]
-
-    type_headers = [
-        "Game type",
-        "Failed/all",
-        "Failure rate",
-        "Early termination",
-        "Timeout",
-        "Other",
-        "φ_timeout",
-    ]
-    out.append(
-        Section(
-            "failure_by_type",
-            "Game type and failure mode (Table 25)",
-            "Pooled over the compared runs. Early-termination, timeout and other shares are "
-            "conditional on failure. φ_timeout: correlation between membership in the type "
-            "and ending by timeout (rather than early termination) among failed episodes. "
-            "Types are multi-label, so rows overlap.",
-            type_headers,
-            type_rows(a["failure_by_type"]),
-            figures=["failure_by_type"],
-        )
+        ],
+        figures=["failure_modes"],
     )
-    if a.get("failure_by_type_random"):
-        out.append(
-            Section(
-                "failure_by_type_random",
-                "Game type and failure mode: random reference",
-                "The same table over the random reference's episodes.",
-                type_headers,
-                type_rows(a["failure_by_type_random"]),
-            )
-        )
 
-    def length_row(label, s):
+
+_TYPE_HEADERS = [
+    "Game type",
+    "Failed/all",
+    "Failure rate",
+    "Early termination",
+    "Timeout",
+    "Other",
+    "φ_timeout",
+]
+
+
+def _type_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
+    return [
+        [
+            r["type"],
+            f"{r['failed']}/{r['episodes']}",
+            _pct(r["failure_rate"]),
+            _pct(r["early_termination"]),
+            _pct(r["timeout"]),
+            _pct(r["other"]),
+            _signed(r["phi_timeout"]),
+        ]
+        for r in rows
+    ]
+
+
+def _failure_by_type(rows: list[dict[str, Any]]) -> Section:
+    return Section(
+        "failure_by_type",
+        "Game type and failure mode (Table 25)",
+        "Pooled over the compared runs. Early-termination, timeout and other shares are "
+        "conditional on failure. φ_timeout: correlation between membership in the type "
+        "and ending by timeout (rather than early termination) among failed episodes. "
+        "Types are multi-label, so rows overlap.",
+        _TYPE_HEADERS,
+        _type_rows(rows),
+        figures=["failure_by_type"],
+    )
+
+
+def _failure_by_type_random(rows: list[dict[str, Any]] | None) -> Section | None:
+    if not rows:
+        return None
+    return Section(
+        "failure_by_type_random",
+        "Game type and failure mode: random reference",
+        "The same table over the random reference's episodes.",
+        _TYPE_HEADERS,
+        _type_rows(rows),
+    )
+
+
+def _length_cells(s: dict[str, Any]) -> list[str]:
+    """The cells Tables 27 and 28 share: median [IQR], range, early success/death, budget."""
+    return [
+        f"{s['median']:.1f} [{s['q1']:.1f}, {s['q3']:.1f}]",
+        f"{s['min']}–{s['max']}",
+        _pct(s["early_success"]),
+        _pct(s["early_death"]),
+        _pct(s["budget_reached"]),
+    ]
+
+
+def _length_by_model(
+    by_model: list[dict[str, Any]], random: dict[str, Any] | None, random_name: str | None
+) -> Section:
+    def row(label: str, s: dict[str, Any]) -> list[str]:
         return [
             label,
             str(s["n"]),
             f"{s['mean']:.1f} ± {s['sd']:.1f}",
-            f"{s['median']:.1f} [{s['q1']:.1f}, {s['q3']:.1f}]",
-            f"{s['min']}–{s['max']}",
-            _pct(s["early_success"]),
-            _pct(s["early_death"]),
-            _pct(s["budget_reached"]),
+            *_length_cells(s),
             _pct(s["early_other"]),
         ]
 
-    el = a["episode_length"]
-    rows = [length_row(s["run"], s) for s in el["by_model"]]
-    if a.get("episode_length_random"):
-        rows.append(
-            length_row(f"{doc['random_name']} (random reference)", a["episode_length_random"])
-        )
-    out.append(
-        Section(
-            "length_by_model",
-            "Episode length by run (Table 27)",
-            "L: agent steps after the preload; B: the task's step budget. Early success: passed "
-            "and L < B; early death: in-environment failure without a pass and L < B; budget "
-            "reached: L ≥ B; other early stop: ended before B through the agent (invalid "
-            "action, token overflow, API error). SD is the sample SD; quartiles are linearly "
-            "interpolated.",
-            [
-                "Run",
-                "n",
-                "Mean ± SD",
-                "Median [IQR]",
-                "Range",
-                "Early success",
-                "Early death",
-                "Budget reached",
-                "Other early stop",
-            ],
-            rows,
-            figures=["episode_length"],
-        )
+    rows = [row(s["run"], s) for s in by_model]
+    if random:
+        rows.append(row(f"{random_name} (random reference)", random))
+    return Section(
+        "length_by_model",
+        "Episode length by run (Table 27)",
+        "L: agent steps after the preload; B: the task's step budget. Early success: passed "
+        "and L < B; early death: in-environment failure without a pass and L < B; budget "
+        "reached: L ≥ B; other early stop: ended before B through the agent (invalid "
+        "action, token overflow, API error). SD is the sample SD; quartiles are linearly "
+        "interpolated.",
+        [
+            "Run",
+            "n",
+            "Mean ± SD",
+            "Median [IQR]",
+            "Range",
+            "Early success",
+            "Early death",
+            "Budget reached",
+            "Other early stop",
+        ],
+        rows,
+        figures=["episode_length"],
     )
-    out.append(
-        Section(
-            "length_by_env",
-            "Episode length by environment (Table 28)",
-            "Pooled over the compared runs, sorted by mean length. ES: early success; ED: early "
-            "death; BR: budget reached.",
-            ["Environment", "n", "Mean", "Median [IQR]", "Range", "ES", "ED", "BR"],
-            [
-                [
-                    s["env"],
-                    str(s["n"]),
-                    f"{s['mean']:.1f}",
-                    f"{s['median']:.1f} [{s['q1']:.1f}, {s['q3']:.1f}]",
-                    f"{s['min']}–{s['max']}",
-                    _pct(s["early_success"]),
-                    _pct(s["early_death"]),
-                    _pct(s["budget_reached"]),
-                ]
-                for s in el["by_env"]
-            ],
-        )
+
+
+def _length_by_env(by_env: list[dict[str, Any]]) -> Section:
+    return Section(
+        "length_by_env",
+        "Episode length by environment (Table 28)",
+        "Pooled over the compared runs, sorted by mean length. ES: early success; ED: early "
+        "death; BR: budget reached.",
+        ["Environment", "n", "Mean", "Median [IQR]", "Range", "ES", "ED", "BR"],
+        [[s["env"], str(s["n"]), f"{s['mean']:.1f}", *_length_cells(s)] for s in by_env],
     )
-    out.append(
-        Section(
-            "bias_audit",
-            "Action-bias audit (Table 19)",
-            "For each run, among run–game groups with at least 20 actions, its largest positive "
-            "action-frequency deviation from the pooled distribution of the same game (all "
-            "compared runs' actions). TV: total-variation distance of the group from the pool. "
-            "Bias flag: excess ≥ 0.20 and TV ≥ 0.20. A diagnostic association, not a causal "
-            "claim; with a single run the pool is the run itself and nothing can be flagged.",
-            ["Run", "Largest excess", "Run", "Pool", "Excess", "TV", "Bias?"],
+
+
+def _bias_audit(rows: list[dict[str, Any]]) -> Section:
+    return Section(
+        "bias_audit",
+        "Action-bias audit (Table 19)",
+        "For each run, among run–game groups with at least 20 actions, its largest positive "
+        "action-frequency deviation from the pooled distribution of the same game (all "
+        "compared runs' actions). TV: total-variation distance of the group from the pool. "
+        "Bias flag: excess ≥ 0.20 and TV ≥ 0.20. A diagnostic association, not a causal "
+        "claim; with a single run the pool is the run itself and nothing can be flagged.",
+        ["Run", "Largest excess", "Run", "Pool", "Excess", "TV", "Bias?"],
+        [
             [
-                [
-                    r["run"],
-                    f"{r['env']}: {r['action']}",
-                    _pct(r["run_freq"], 0),
-                    _pct(r["pool_freq"], 0),
-                    f"{r['excess']:+.2f}",
-                    f"{r['tv']:.2f}",
-                    "Yes" if r["bias"] else "No",
-                ]
-                for r in a["bias_audit"]["rows"]
-            ],
-            figures=["action_heatmaps"],
-        )
+                r["run"],
+                f"{r['env']}: {r['action']}",
+                _pct(r["run_freq"], 0),
+                _pct(r["pool_freq"], 0),
+                f"{r['excess']:+.2f}",
+                f"{r['tv']:.2f}",
+                "Yes" if r["bias"] else "No",
+            ]
+            for r in rows
+        ],
+        figures=["action_heatmaps"],
     )
-    out.append(
-        Section(
-            "limitations",
-            "Model-specific limitations (Table 22)",
-            "Category gaps from Table 1 (Dynamic − Static, Multiple − Single). Fixation proxy: "
-            "failed episodes of at least 10 steps with one action at least 90% of the steps. "
-            "Conflicting responses: responses with two different bracketed [Action:…] names. "
-            "Format-retry episodes: episodes with at least one format retry (from log.jsonl).",
+
+
+def _limitations(rows: list[dict[str, Any]]) -> Section:
+    return Section(
+        "limitations",
+        "Model-specific limitations (Table 22)",
+        "Category gaps from Table 1 (Dynamic − Static, Multiple − Single). Fixation proxy: "
+        "failed episodes of at least 10 steps with one action at least 90% of the steps. "
+        "Conflicting responses: responses with two different bracketed [Action:…] names. "
+        "Format-retry episodes: episodes with at least one format retry (from log.jsonl).",
+        [
+            "Run",
+            "Static → Dynamic",
+            "Single → Multiple",
+            "Token overflow",
+            "Fixated failed runs",
+            "Conflicting responses",
+            "Format-retry episodes",
+        ],
+        [
             [
-                "Run",
-                "Static → Dynamic",
-                "Single → Multiple",
-                "Token overflow",
-                "Fixated failed runs",
-                "Conflicting responses",
-                "Format-retry episodes",
-            ],
-            [
-                [
-                    r["run"],
-                    f"{_f(r['static'])} → {_f(r['dynamic'])} ({_signed(r['dynamic_gap'], 1)})",
-                    f"{_f(r['single'])} → {_f(r['multiple'])} ({_signed(r['memory_gap'], 1)})",
-                    f"{r['token_overflow']}/{r['episodes']}",
-                    f"{r['fixated']}/{r['episodes']}",
-                    f"{r['conflicting']}/{r['responses']}",
-                    f"{r['format_retry_episodes']}/{r['episodes']}",
-                ]
-                for r in a["limitations"]
-            ],
-        )
+                r["run"],
+                f"{_f(r['static'])} → {_f(r['dynamic'])} ({_signed(r['dynamic_gap'], 1)})",
+                f"{_f(r['single'])} → {_f(r['multiple'])} ({_signed(r['memory_gap'], 1)})",
+                f"{r['token_overflow']}/{r['episodes']}",
+                f"{r['fixated']}/{r['episodes']}",
+                f"{r['conflicting']}/{r['responses']}",
+                f"{r['format_retry_episodes']}/{r['episodes']}",
+            ]
+            for r in rows
+        ],
     )
-    if a["strata"] is not None:
-        out.append(
-            Section(
-                "strata",
-                "Difficulty strata (Eq. 2, Table 23)",
-                "Δ_g = max over the compared runs of the run's mean score in g − the random "
-                "reference's mean score in g. Easy: Δ > 70; Medium: 30 ≤ Δ ≤ 70; Hard: Δ < 30.",
-                ["Environment", "Tier", "Best run", "Best S", "Random S", "Δ"],
-                [
-                    [
-                        r["env"],
-                        r["tier"],
-                        r["best_run"],
-                        _f(r["best_score"]),
-                        _f(r["random_score"]),
-                        _f(r["delta"]),
-                    ]
-                    for r in a["strata"]
-                ],
-                figures=["strata"],
-            )
-        )
-        tiers: dict[str, list[dict[str, Any]]] = {}
-        for r in a["strata"]:
-            tiers.setdefault(r["tier"], []).append(r)
-        out.append(
-            Section(
-                "strata_summary",
-                "Difficulty tiers",
-                "Games per tier and the span of Δ within it.",
-                ["Tier", "Games", "Δ range", "Environment list"],
-                [
-                    [
-                        t,
-                        str(len(rs)),
-                        f"{min(x['delta'] for x in rs):.1f}–{max(x['delta'] for x in rs):.1f}",
-                        ", ".join(sorted(x["env"] for x in rs)),
-                    ]
-                    for t, rs in ((t, tiers[t]) for t in ("Easy", "Medium", "Hard") if t in tiers)
-                ],
-            )
-        )
-    as_ = a["associations"]
+
+
+def _strata(strata: list[dict[str, Any]] | None) -> Section | None:
+    if strata is None:
+        return None
+    return Section(
+        "strata",
+        "Difficulty strata (Eq. 2, Table 23)",
+        "Δ_g = max over the compared runs of the run's mean score in g − the random "
+        "reference's mean score in g. Easy: Δ > 70; Medium: 30 ≤ Δ ≤ 70; Hard: Δ < 30.",
+        ["Environment", "Tier", "Best run", "Best S", "Random S", "Δ"],
+        [
+            [
+                r["env"],
+                r["tier"],
+                r["best_run"],
+                _f(r["best_score"]),
+                _f(r["random_score"]),
+                _f(r["delta"]),
+            ]
+            for r in strata
+        ],
+        figures=["strata"],
+    )
+
+
+def _strata_summary(strata: list[dict[str, Any]] | None) -> Section | None:
+    if strata is None:
+        return None
+    tiers: dict[str, list[dict[str, Any]]] = {}
+    for r in strata:
+        tiers.setdefault(r["tier"], []).append(r)
+    return Section(
+        "strata_summary",
+        "Difficulty tiers",
+        "Games per tier and the span of Δ within it.",
+        ["Tier", "Games", "Δ range", "Environment list"],
+        [
+            [
+                t,
+                str(len(rs)),
+                f"{min(x['delta'] for x in rs):.1f}–{max(x['delta'] for x in rs):.1f}",
+                ", ".join(sorted(x["env"] for x in rs)),
+            ]
+            for t, rs in ((t, tiers[t]) for t in ("Easy", "Medium", "Hard") if t in tiers)
+        ],
+    )
+
+
+def _associations(as_: dict[str, Any], random: dict[str, float | None] | None) -> Section:
     m, d = as_["memory_score"], as_["dynamics_tokens"]
     rows = [
         [
@@ -355,80 +359,146 @@ def report_sections(doc: dict[str, Any]) -> list[Section]:
             _p(d["p"]),
         ],
     ]
-    if a.get("associations_random"):
-        rr = a["associations_random"]
+    if random:
         rows.append(
             [
                 "Random reference (negative control, Table 1 columns)",
-                f"Single {_f(rr['Single'])}, Multiple {_f(rr['Multiple'])}; "
-                f"Static {_f(rr['Static'])}, Dynamic {_f(rr['Dynamic'])}",
+                f"Single {_f(random['Single'])}, Multiple {_f(random['Multiple'])}; "
+                f"Static {_f(random['Static'])}, Dynamic {_f(random['Dynamic'])}",
                 "–",
                 "–",
                 "–",
             ]
         )
-    out.append(
-        Section(
-            "associations",
-            "Task-attribute associations (Table 24)",
-            "Each cell is one run–environment mean. Memory: Single vs Multiple against score. "
-            "Tokens: input + output tokens per episode (output already includes reasoning), "
-            "averaged per cell, log-transformed and standardized within run; the group means "
-            "shown are untransformed. r_pb: point-biserial correlation (scipy). Runs without "
-            "token usage (e.g. the random agent) have no token cells.",
-            ["Association", "Group means", "Cells", "Correlation", "p"],
-            rows,
-            figures=["associations"],
-        )
+    return Section(
+        "associations",
+        "Task-attribute associations (Table 24)",
+        "Each cell is one run–environment mean. Memory: Single vs Multiple against score. "
+        "Tokens: input + output tokens per episode (output already includes reasoning), "
+        "averaged per cell, log-transformed and standardized within run; the group means "
+        "shown are untransformed. r_pb: point-biserial correlation (scipy). Runs without "
+        "token usage (e.g. the random agent) have no token cells.",
+        ["Association", "Group means", "Cells", "Correlation", "p"],
+        rows,
+        figures=["associations"],
     )
-    dc = a.get("demo_context")
-    if dc:
-        out.append(
-            Section(
-                "demo_context",
-                "Demonstration context (Figure 6)",
-                "Sampled demonstration frames per task over its clips: start frame, one per "
-                "action, terminal copy (seconds at 1 fps). Paper: 342 tasks, 10–80 frames, mean "
-                "45.73, median 45; clips per task 1: 155, 2: 145, 3: 37, 4: 5.",
-                ["Tasks", "With demos", "Clips per task", "Min", "Max", "Mean", "Median"],
-                [
-                    [
-                        str(dc["tasks"]),
-                        str(len(dc["frames"])),
-                        ", ".join(f"{k}: {v}" for k, v in dc["clips_per_task"].items()),
-                        str(dc["min"]),
-                        str(dc["max"]),
-                        _f(dc["mean"], 2),
-                        _f(dc["median"], 1),
-                    ]
-                ],
-                figures=["demo_context"],
-            )
-        )
-    if a["trajectories"]:
-        out.append(
-            Section(
-                "trajectories",
-                f"Same-start-state trajectories: {a['trajectory_task']} (Figure 9)",
-                "Every compared run's episodes of one task (up to three each). Same start: "
-                "whether the episode's first frame equals the first row's.",
-                ["Run", "Run index", "Outcome", "Score", "Steps", "Same start", "Actions"],
-                [
-                    [
-                        r["run"],
-                        str(r["run_index"]),
-                        ("Pass" if r["passed"] else "Fail") + f" ({r['outcome']})",
-                        _f(r["score"]),
-                        f"{len(r['actions'])}/{r['max_steps']}",
-                        "yes" if r["same_start"] else "no",
-                        " ".join(r["actions"][:30]) + (" …" if len(r["actions"]) > 30 else ""),
-                    ]
-                    for r in a["trajectories"]
-                ],
-                figures=["trajectory_strips", "frame_strips"],
-            )
-        )
-    return out
+
+
+def _demo_context(dc: dict[str, Any] | None) -> Section | None:
+    if not dc:
+        return None
+    return Section(
+        "demo_context",
+        "Demonstration context (Figure 6)",
+        "Sampled demonstration frames per task over its clips: start frame, one per "
+        "action, terminal copy (seconds at 1 fps). Paper: 342 tasks, 10–80 frames, mean "
+        "45.73, median 45; clips per task 1: 155, 2: 145, 3: 37, 4: 5.",
+        ["Tasks", "With demos", "Clips per task", "Min", "Max", "Mean", "Median"],
+        [
+            [
+                str(dc["tasks"]),
+                str(len(dc["frames"])),
+                ", ".join(f"{k}: {v}" for k, v in dc["clips_per_task"].items()),
+                str(dc["min"]),
+                str(dc["max"]),
+                _f(dc["mean"], 2),
+                _f(dc["median"], 1),
+            ]
+        ],
+        figures=["demo_context"],
+    )
+
+
+def _trajectories(rows: list[dict[str, Any]], task: str | None) -> Section | None:
+    if not rows:
+        return None
+    return Section(
+        "trajectories",
+        f"Same-start-state trajectories: {task} (Figure 9)",
+        "Every compared run's episodes of one task (up to three each). Same start: "
+        "whether the episode's first frame equals the first row's.",
+        ["Run", "Run index", "Outcome", "Score", "Steps", "Same start", "Actions"],
+        [
+            [
+                r["run"],
+                str(r["run_index"]),
+                ("Pass" if r["passed"] else "Fail") + f" ({r['outcome']})",
+                _f(r["score"]),
+                f"{len(r['actions'])}/{r['max_steps']}",
+                "yes" if r["same_start"] else "no",
+                " ".join(r["actions"][:30]) + (" …" if len(r["actions"]) > 30 else ""),
+            ]
+            for r in rows
+        ],
+        figures=["trajectory_strips", "frame_strips"],
+    )
+
+
+def _usd(x: float | None) -> str:
+    return "unknown" if x is None else f"{x:,.4f}"
+
+
+def _usage(usage: dict[str, Any] | None) -> Section | None:
+    if not usage:
+        return None
+
+    def row(label: str, u: dict[str, Any]) -> list[str]:
+        return [
+            label,
+            str(u["episodes"]),
+            f"{u['input_tokens']:,}",
+            f"{u['cached_tokens']:,}",
+            f"{u['output_tokens']:,}",
+            _usd(u["cost_usd"]),
+        ]
+
+    rows, classes = [], []
+    for r in usage["runs"]:
+        label = f"Random reference: {r['run']}" if r["reference"] else f"{r['run']} ({r['agent']})"
+        rows.append([*row(label, r), r["price_entry"] or "–"])
+        classes.append("reference" if r["reference"] else "run")
+    if len(usage["runs"]) > 1:
+        rows.append([*row("Total", usage["total"]), "–"])
+        classes.append("")
+    return Section(
+        "usage",
+        "Tokens and cost per run",
+        "Summed over the scored episodes as each recorded them. Cached tokens are part of "
+        "the input tokens; output tokens include reasoning. Cost in USD, priced when the "
+        "episode was played from the price table entry shown; unknown when the model had no "
+        "entry and the episode used tokens (an episode without tokens costs 0). report.json "
+        "has the same figures per environment and for episodes ended by an infrastructure "
+        "failure.",
+        ["Run", "Episodes", "Input tokens", "Cached", "Output tokens", "Cost (USD)", "Price entry"],
+        rows,
+        row_classes=classes,
+    )
+
+
+def report_sections(doc: dict[str, Any]) -> list[Section]:
+    """Every section of the report, in reading order; optional ones only when their data exists."""
+    a = doc["analyses"]
+    runs, random = doc["runs"], doc["random"]
+    sections = [
+        _table1(runs, random),
+        _per_env(runs, random),
+        _failure_modes(a["failure_modes"]),
+        _failure_by_type(a["failure_by_type"]),
+        _failure_by_type_random(a.get("failure_by_type_random")),
+        _length_by_model(
+            a["episode_length"]["by_model"], a.get("episode_length_random"), doc["random_name"]
+        ),
+        _length_by_env(a["episode_length"]["by_env"]),
+        _bias_audit(a["bias_audit"]["rows"]),
+        _limitations(a["limitations"]),
+        _strata(a["strata"]),
+        _strata_summary(a["strata"]),
+        _associations(a["associations"], a.get("associations_random")),
+        _demo_context(a.get("demo_context")),
+        _trajectories(a["trajectories"], a["trajectory_task"]),
+        _usage(doc.get("usage")),
+    ]
+    return [s for s in sections if s is not None]
 
 
 def _tok(x: float | None) -> str:
