@@ -29,18 +29,64 @@ def built(tmp_path_factory):
     mp.undo()
 
 
-def test_load_offline_and_round_trip(built, monkeypatch):
+@pytest.fixture
+def offline(monkeypatch, tmp_path):
+    """No Hub access, and a private datasets cache (the shared one keys a folder by path)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    ds = load_dataset_folder(built)
-    assert len(ds) == 3
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    return str(tmp_path / "hf-cache")
+
+
+def test_load_dataset_gives_image_and_video_features(built, offline):
+    """The documented call, ``datasets.load_dataset(DIR, split="test")``, offline and with
+    no video decoder installed: media come back as Image / Video features."""
+    import datasets
+    import numpy as np
+    from PIL import Image as PILImage
+
+    from vical.envs import frame_sha256
+
+    ds = datasets.load_dataset(str(built), split="test", cache_dir=offline)
+    assert ds.split == "test" and len(ds) == 3
+    assert ds.features["start_frame"] == datasets.Image()
+    assert ds.features["demo_videos"] == datasets.List(datasets.Video(decode=False))
     for row in ds:
         task = row_to_task(row)
         assert task == get_task(row["id"])
-        assert len(row["demo_mp4"]) == len(task.variant.demos)
-        frames, fps = decode_mp4(row["demo_mp4"][0])
-        assert fps == 1.0 and len(frames) == row["demo_n_frames"][0]
-        for rel in row["demo_files"]:
-            assert (built / rel).is_file()
+        start = row["start_frame"]
+        assert isinstance(start, PILImage.Image) and start.mode == "RGB"
+        assert frame_sha256(np.asarray(start)) == row["start_frame_sha256"]
+        assert len(row["demo_videos"]) == len(task.variant.demos) == len(row["demo_n_frames"])
+        for clip, n in zip(row["demo_videos"], row["demo_n_frames"], strict=True):
+            assert clip["path"].startswith("videos/") and clip["path"].endswith(".mp4")
+            assert (built / clip["path"]).read_bytes() == clip["bytes"]
+            frames, fps = decode_mp4(clip["bytes"])
+            assert fps == 1.0 and len(frames) == n
+
+
+def test_parquet_schema_carries_the_media_features(built):
+    """What the Hub viewer reads: {bytes, path} structs typed in the ``huggingface`` key."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (data,) = (built / "data").iterdir()
+    assert data.name == "test-00000-of-00001.parquet"
+    schema = pq.read_schema(data)
+    media = pa.struct({"bytes": pa.binary(), "path": pa.string()})
+    assert schema.field("start_frame").type == media
+    assert schema.field("demo_videos").type == pa.list_(media)
+    features = json.loads(schema.metadata[b"huggingface"])["info"]["features"]
+    assert features["start_frame"] == {"_type": "Image"}
+    assert features["demo_videos"] == {
+        "feature": {"_type": "Video", "decode": False},
+        "_type": "List",
+    }
+
+
+def test_load_dataset_folder_is_the_test_split(built, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    ds = load_dataset_folder(built)
+    assert ds.split == "test" and sorted(ds["id"]) == sorted(SUBSET.split(","))
 
 
 def test_card_and_manifest(built):
@@ -50,6 +96,46 @@ def test_card_and_manifest(built):
     )
     assert "| distinct clips |" in card
     assert verify_dataset(built) == []
+
+
+def test_card_parses_and_its_dataset_info_matches_the_data(built, offline):
+    """huggingface_hub parses the card; its configs name the test split's file and its
+    dataset_info (features, split sizes) is what datasets finds when it loads the folder."""
+    import datasets
+    from huggingface_hub import DatasetCard
+
+    card = DatasetCard.load(built / "README.md")
+    assert card.data.license == "apache-2.0"
+    (config,) = card.data.configs
+    assert config["data_files"] == [{"split": "test", "path": "data/test-00000-of-00001.parquet"}]
+    info = card.data.dataset_info
+    assert set(info) == {"features", "splits", "download_size", "dataset_size"}
+    ds = datasets.load_dataset(str(built), split="test", cache_dir=offline)
+    assert datasets.Features._from_yaml_list(info["features"]) == ds.features
+    (split,) = info["splits"]
+    assert split == {
+        "name": "test",
+        "num_examples": len(ds),
+        "num_bytes": ds.info.splits["test"].num_bytes,
+    }
+    assert info["dataset_size"] == split["num_bytes"]
+    assert info["download_size"] == (built / "data/test-00000-of-00001.parquet").stat().st_size
+
+
+def test_card_example_runs(built, offline, monkeypatch):
+    """The card's Python example runs as written, with the folder's path filled in."""
+    import datasets
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", offline)
+    card = (built / "README.md").read_text()
+    code = card.split("```python\n", 1)[1].split("```", 1)[0]
+    assert 'split="test"' in code
+    scope: dict = {}
+    exec(code.replace("path/to/folder", str(built)), scope)
+    from PIL import Image as PILImage
+
+    assert scope["ds"].split == "test" and isinstance(scope["row"]["start_frame"], PILImage.Image)
+    assert scope["clip"]["bytes"][4:8] == b"ftyp"  # an MP4 file
 
 
 def test_rebuild_is_byte_identical(built, tmp_path, monkeypatch):
@@ -88,7 +174,8 @@ def test_full_build(tmp_path, monkeypatch):
 
     tasks = [t for t in all_tasks() if t.variant.demos]
     out = build_dataset(tmp_path / "full", ",".join(t.id for t in tasks))
-    assert len(load_dataset_folder(out)) == len(tasks)
+    ds = load_dataset_folder(out)
+    assert len(ds) == len(tasks) and ds.split == "test"
     assert verify_dataset(out) == []
 
 
@@ -127,3 +214,24 @@ def test_sigint_leaves_no_half_written_dataset(tmp_path, times):
         assert "left as it was" in err
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "cache") == ["ds"]
     assert [p.name for p in out.iterdir()] == ["marker"]
+
+
+def test_committed_card_matches_the_build():
+    """dataset_card/README.md (the card of the full build, kept in the repository) parses
+    with huggingface_hub and describes the columns and split that a build writes."""
+    from pathlib import Path
+
+    import datasets
+    from huggingface_hub import DatasetCard
+
+    from vical.dataset.build import DATA_FILE, _features
+    from vical.spec import all_tasks
+
+    card = DatasetCard.load(Path(__file__).resolve().parents[1] / "dataset_card" / "README.md")
+    (config,) = card.data.configs
+    assert config["data_files"] == [{"split": "test", "path": DATA_FILE}]
+    info = card.data.dataset_info
+    assert datasets.Features._from_yaml_list(info["features"]) == _features()
+    (split,) = info["splits"]
+    assert split["name"] == "test"
+    assert split["num_examples"] == sum(1 for t in all_tasks() if t.variant.demos)

@@ -3,16 +3,26 @@
 Layout of a built folder::
 
     README.md                          dataset card (YAML header with configs)
-    data/tasks-00000-of-00001.parquet  one row per task
+    data/test-00000-of-00001.parquet   one row per task (the split is "test")
     videos/<sha256>.mp4                every distinct rendered demo clip
     manifest.json                      sha256 and size of every other file
 
-A row holds the task's fields (id, environment, rules, action names, horizon,
-frame skip, tags, seed, initial skip, human-init sequence, ...), its full
-``TaskSpec`` as JSON (``task_json``, which round-trips), its demo clips (ids,
-labels, frame counts, MP4 paths and MP4 bytes) and its start frame as PNG.
-Clips are binary, not ``datasets.Video`` (that feature decodes through
-torchcodec, which does not load with a CPU torch): decode with imageio.
+The benchmark is an evaluation set, so its one split is ``test``. A row holds
+the task's fields (id, environment, rules, action names, horizon, frame skip,
+tags, seed, initial skip, human-init sequence, ...), its full ``TaskSpec`` as
+JSON (``task_json``, which round-trips), its demo clips (ids, labels, frame
+counts, sources) with the MP4s as ``datasets.Video`` values and its start frame
+as a ``datasets.Image`` (PNG).
+
+Media columns are Arrow structs ``{bytes, path}`` with the feature types in the
+parquet schema's ``huggingface`` metadata, the layout ``datasets`` writes
+itself, so readers of those features (the Hub's viewer among them) see images
+and videos rather than bytes. The
+clips are stored as ``Video(decode=False)``: decoding a ``Video`` needs
+torchcodec (and torch), which the benchmark does not depend on, so a row gives
+``{"bytes": <mp4>, "path": "videos/<sha256>.mp4"}`` and the bytes decode with
+imageio (``vical.demos.render.decode_mp4``); with torchcodec installed,
+``ds.cast_column("demo_videos", List(Video()))`` turns them into decoders.
 """
 
 from __future__ import annotations
@@ -31,12 +41,13 @@ from vical.spec import TaskSpec, select_tasks
 
 # the card template ships inside the package so that an installed vical can build the card
 CARD_TEMPLATE = Path(__file__).with_name("card_template.md")
-DATA_FILE = "data/tasks-00000-of-00001.parquet"
+SPLIT = "test"
+DATA_FILE = f"data/{SPLIT}-00000-of-00001.parquet"
 MANIFEST = "manifest.json"
 
 
 def _features():
-    from datasets import Features, Sequence, Value
+    from datasets import Features, Image, List, Value, Video
 
     s = Value("string")
     return Features(
@@ -52,27 +63,26 @@ def _features():
             "package": s,
             "rules_basic": s,
             "rules_detailed": s,
-            "actions": Sequence(s),
+            "actions": List(s),
             "max_steps": Value("int32"),
             "frame_skip": Value("int32"),
             "action_steps": Value("int32"),
             "seed": Value("int64"),
             "initial_skip": Value("int32"),
-            "init_actions": Sequence(s),
+            "init_actions": List(s),
             "init_source": s,
-            "tags_types": Sequence(s),
+            "tags_types": List(s),
             "tags_memory": s,
             "tags_dynamics": s,
             "scoring_family": s,
             "task_json": s,
-            "demo_ids": Sequence(s),
-            "demo_labels": Sequence(s),
-            "demo_n_frames": Sequence(Value("int32")),
-            "demo_sources": Sequence(s),
-            "demo_files": Sequence(s),
-            "demo_mp4": Sequence(Value("binary")),
+            "demo_ids": List(s),
+            "demo_labels": List(s),
+            "demo_n_frames": List(Value("int32")),
+            "demo_sources": List(s),
+            "demo_videos": List(Video(decode=False)),
             "demo_frames_total": Value("int32"),
-            "start_frame_png": Value("binary"),
+            "start_frame": Image(),
             "start_frame_sha256": s,
         }
     )
@@ -97,10 +107,7 @@ def task_row(task: TaskSpec, videos_dir: Path | None = None) -> dict[str, Any]:
     finally:
         env.close()
     videos = load_demo_package(task)
-    files = []
     for v in videos:
-        rel = f"videos/{v.sha256}.mp4"
-        files.append(rel)
         if videos_dir is not None:
             p = videos_dir / f"{v.sha256}.mp4"
             if not p.exists():
@@ -135,10 +142,10 @@ def task_row(task: TaskSpec, videos_dir: Path | None = None) -> dict[str, Any]:
         "demo_labels": [v.label for v in videos],
         "demo_n_frames": [v.n_frames for v in videos],
         "demo_sources": [c.source for c in var.demos],
-        "demo_files": files,
-        "demo_mp4": [v.mp4 for v in videos],
+        # the path names the copy under videos/; the bytes make the parquet self-contained
+        "demo_videos": [{"bytes": v.mp4, "path": f"videos/{v.sha256}.mp4"} for v in videos],
         "demo_frames_total": sum(v.n_frames for v in videos),
-        "start_frame_png": _png(start),
+        "start_frame": {"bytes": _png(start), "path": None},
         "start_frame_sha256": frame_sha256(start),
     }
 
@@ -213,18 +220,74 @@ def verify_dataset(root: Path | str) -> list[str]:
     return problems
 
 
-def render_card(stats: dict[str, Any], n_tasks: int, template: Path = CARD_TEMPLATE) -> str:
-    """The dataset card: ``vical/dataset/card_template.md`` filled with the statistics."""
+def write_parquet(rows: list[dict[str, Any]], path: Path):
+    """Write the rows as the split's parquet file; return its ``datasets.DatasetInfo``.
+
+    The Arrow table is made straight from the features' schema (which carries their
+    ``huggingface`` metadata), not through ``Dataset.from_list``: encoding a media value
+    whose ``path`` names an existing file drops its bytes, and the relative
+    ``videos/<sha256>.mp4`` may well exist in the working directory.
+    """
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    features = _features()
+    table = pa.Table.from_pylist(rows, schema=features.arrow_schema)
+    ds = datasets.Dataset(datasets.table.InMemoryTable(table))
+    if ds.features != features:  # the schema metadata did not carry the feature types
+        raise RuntimeError(f"parquet features differ from the declared ones: {ds.features}")
+    ds.to_parquet(str(path))
+    # the sizes are those of the file read back, as datasets measures them when it loads it
+    back = datasets.table.table_cast(pq.read_table(path), features.arrow_schema)
+    split = datasets.SplitInfo(name=SPLIT, num_bytes=back.nbytes, num_examples=back.num_rows)
+    return datasets.DatasetInfo(
+        features=features,
+        splits=datasets.SplitDict({SPLIT: split}),
+        download_size=path.stat().st_size,
+        dataset_size=back.nbytes,
+    )
+
+
+def render_card(
+    stats: dict[str, Any],
+    n_tasks: int,
+    info=None,
+    template: Path = CARD_TEMPLATE,
+) -> str:
+    """The dataset card: ``vical/dataset/card_template.md`` filled with the statistics.
+
+    ``info`` (the ``datasets.DatasetInfo`` that :func:`write_parquet` returns) becomes
+    the header's ``dataset_info`` block (features, splits, sizes), after ``configs``.
+    """
     from vical.demos.stats import format_stats, stats_table
 
     tpl = Template(template.read_text())
-    return tpl.substitute(
+    text = tpl.substitute(
         n_tasks=n_tasks,
         data_file=DATA_FILE,
+        split=SPLIT,
         stats_table=stats_table(stats),
         stats_details=format_stats(stats, table=False),
         size_category="n<1K",
     )
+    if info is None:
+        return text
+    import datasets
+    import yaml
+    from huggingface_hub import DatasetCardData
+
+    head, sep, body = text.partition("\n---\n")
+    if not (head.startswith("---\n") and sep):
+        raise ValueError(f"{template}: the card must open with a YAML header between '---' lines")
+    meta = yaml.safe_load(head[4:])
+    if "dataset_info" in meta:
+        raise ValueError(f"{template}: dataset_info is written by the build, not the template")
+    card_data = DatasetCardData()
+    datasets.info.DatasetInfosDict({"default": info}).to_dataset_card_data(card_data)
+    meta["dataset_info"] = card_data["dataset_info"]
+    header = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=100)
+    return f"---\n{header}---\n{body}"
 
 
 def build_dataset(out: Path | str, patterns: str | None = None) -> Path:
@@ -239,8 +302,6 @@ def build_dataset(out: Path | str, patterns: str | None = None) -> Path:
     rename is ignored, since the folder is complete by then. A second signal
     exits the process at once with status 130, also without leftovers.
     """
-    import datasets
-
     from vical.demos.stats import demo_stats
 
     out = Path(out)
@@ -260,10 +321,9 @@ def build_dataset(out: Path | str, patterns: str | None = None) -> Path:
             (tmp / "videos").mkdir()
             (tmp / "data").mkdir()
             rows = [task_row(t, tmp / "videos") for t in tasks]
-            ds = datasets.Dataset.from_list(rows, features=_features())
-            ds.to_parquet(str(tmp / DATA_FILE))
+            info = write_parquet(rows, tmp / DATA_FILE)
             stats = demo_stats(tasks, resolutions=True)
-            (tmp / "README.md").write_text(render_card(stats, len(tasks)))
+            (tmp / "README.md").write_text(render_card(stats, len(tasks), info))
             (tmp / "stats.json").write_text(json.dumps(stats, indent=1, sort_keys=True) + "\n")
             write_manifest(tmp)
             with stop.deferred():
@@ -282,7 +342,7 @@ def build_dataset(out: Path | str, patterns: str | None = None) -> Path:
 
 
 def load_dataset_folder(root: Path | str, offline: bool = True):
-    """``datasets.load_dataset`` on a built folder (offline by default); the train split."""
+    """``datasets.load_dataset`` on a built folder (offline by default); its test split."""
     if offline:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -292,7 +352,7 @@ def load_dataset_folder(root: Path | str, offline: bool = True):
     # local folder by its name and config, so a folder rebuilt at the same path could
     # be read back as its old contents (seen: a 342-task folder loading as 25 rows).
     with tempfile.TemporaryDirectory(prefix="vical-ds-cache-") as cache:
-        return datasets.load_dataset(str(root), split="train", cache_dir=cache, keep_in_memory=True)
+        return datasets.load_dataset(str(root), split=SPLIT, cache_dir=cache, keep_in_memory=True)
 
 
 def push_dataset(root: Path | str, repo: str, dry_run: bool = False) -> list[str]:
