@@ -27,25 +27,24 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
+from vical.agent.backends._common import render_options, status_failure, transport_failure
 from vical.agent.base import register_agent
 from vical.agent.protocol import (
     CONNECTION,
-    CONTEXT_LENGTH,
-    FATAL,
-    RETRYABLE,
     TIMEOUT,
     ApiFailure,
     Media,
     Message,
     ProtocolAgent,
     Reply,
-    looks_like_context_error,
     malformed_reply,
     parse_retry_after,
 )
 from vical.errors import import_optional
 
 _LEVELS = ("minimal", "low", "medium", "high", "xhigh")
+_RETRY_STATUS = (408, 409, 429)
+_CONTEXT_STATUS = (400, 413)  # statuses a context-length error comes with
 
 
 def genai_sdk(module: str = "google.genai") -> ModuleType:
@@ -65,19 +64,21 @@ def gemini_failure(exc: Exception) -> ApiFailure | None:
             retry_after = parse_retry_after(headers)
         except Exception:  # a response type without mapping headers
             retry_after = None
-        if status in (400, 413) and looks_like_context_error(message):
-            return ApiFailure(CONTEXT_LENGTH, message, status, retry_after)
-        if status is not None and (status in (408, 409, 429) or status >= 500):
-            return ApiFailure(RETRYABLE, message, status, retry_after)
-        return ApiFailure(FATAL, message, status, retry_after)
+        return status_failure(
+            status,
+            message,
+            retry_after,
+            context_statuses=_CONTEXT_STATUS,
+            retry_statuses=_RETRY_STATUS,
+        )
     try:
         import httpx2 as httpx_mod
     except ImportError:  # older SDKs use httpx
         import httpx as httpx_mod  # type: ignore[no-redef]
     if isinstance(exc, httpx_mod.TimeoutException | TimeoutError):
-        return ApiFailure(RETRYABLE, f"{type(exc).__name__}: {exc}", reason=TIMEOUT)
+        return transport_failure(exc, TIMEOUT)
     if isinstance(exc, httpx_mod.TransportError | ConnectionError):
-        return ApiFailure(RETRYABLE, f"{type(exc).__name__}: {exc}", reason=CONNECTION)
+        return transport_failure(exc, CONNECTION)
     if isinstance(exc, UnicodeDecodeError):
         return malformed_reply(f"the body is not UTF-8 text ({exc.reason})")
     if isinstance(exc, json.JSONDecodeError):
@@ -99,6 +100,10 @@ def _thinking_config(effort: Any) -> dict[str, Any]:
                 f"({', '.join(_LEVELS)}) nor a token budget"
             ) from None
     return cfg
+
+
+def _thinking(effort: Any) -> dict[str, Any]:
+    return {"thinking_config": _thinking_config(effort)}
 
 
 @register_agent("gemini")
@@ -136,13 +141,7 @@ class GeminiAgent(ProtocolAgent):
                     parts.append({"inline_data": {"mime_type": mime, "data": data}})
             role = "model" if m["role"] == "assistant" else "user"
             contents.append({"role": role, "parts": parts})
-        config: dict[str, Any] = {}
-        if settings.get("temperature") is not None:
-            config["temperature"] = settings["temperature"]
-        if settings.get("max_output_tokens") is not None:
-            config["max_output_tokens"] = settings["max_output_tokens"]
-        if settings.get("reasoning_effort") is not None:
-            config["thinking_config"] = _thinking_config(settings["reasoning_effort"])
+        config = render_options(settings, max_tokens="max_output_tokens", reasoning=_thinking)
         payload: dict[str, Any] = {"model": settings["model"], "contents": contents}
         if config:
             payload["config"] = config

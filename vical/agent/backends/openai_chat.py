@@ -26,12 +26,18 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any, ClassVar
 
+from vical.agent.backends._common import (
+    effort_field,
+    render_messages,
+    render_options,
+    request_body,
+    status_failure,
+    transport_failure,
+)
 from vical.agent.base import register_agent
 from vical.agent.protocol import (
     CONNECTION,
-    CONTEXT_LENGTH,
     FATAL,
-    RETRYABLE,
     TIMEOUT,
     ApiFailure,
     Media,
@@ -41,13 +47,13 @@ from vical.agent.protocol import (
     check_json_body,
     data_url,
     describe_body,
-    looks_like_context_error,
     malformed_reply,
     parse_retry_after,
 )
 from vical.errors import import_optional
 
 _RETRY_STATUS = {408, 409, 425, 429}
+_CONTEXT_STATUS = (400, 413, 422)  # statuses a context-length error comes with
 
 
 def openai_sdk(needed_for: str = "the OpenAI-compatible backends") -> ModuleType:
@@ -60,21 +66,20 @@ def openai_failure(exc: Exception) -> ApiFailure | None:
     openai = openai_sdk()
 
     if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        message = str(exc.message)
-        retry_after = parse_retry_after(exc.response.headers if exc.response else None)
-        code = getattr(exc, "code", None)
-        if status in (400, 413, 422) and looks_like_context_error(message, code):
-            return ApiFailure(CONTEXT_LENGTH, message, status, retry_after)
-        if status in _RETRY_STATUS or status >= 500:
-            return ApiFailure(RETRYABLE, message, status, retry_after)
-        return ApiFailure(FATAL, message, status, retry_after)
+        return status_failure(
+            exc.status_code,
+            str(exc.message),
+            parse_retry_after(exc.response.headers if exc.response else None),
+            context_statuses=_CONTEXT_STATUS,
+            retry_statuses=_RETRY_STATUS,
+            code=getattr(exc, "code", None),
+        )
     if isinstance(exc, openai.APITimeoutError):
-        return ApiFailure(RETRYABLE, f"{type(exc).__name__}: {exc}", reason=TIMEOUT)
+        return transport_failure(exc, TIMEOUT)
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__
         detail = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
-        return ApiFailure(RETRYABLE, f"{type(exc).__name__}: {exc}{detail}", reason=CONNECTION)
+        return transport_failure(exc, CONNECTION, detail)
     if isinstance(exc, openai.APIResponseValidationError):
         return malformed_reply(f"{type(exc).__name__}: {exc}")
     if isinstance(exc, openai.APIError):
@@ -93,16 +98,20 @@ def make_openai_client(agent: ProtocolAgent, api_key: str) -> Any:
     return openai.OpenAI(**kwargs)
 
 
-def call_openai(create: Any, needs: str, **kwargs: Any) -> Any:
-    """Call an SDK ``with_raw_response`` method and return the parsed reply.
+def call_openai(create: Any, needs: str, payload: Mapping[str, Any], field: str) -> Any:
+    """Send ``payload`` through an SDK ``with_raw_response`` method; the parsed reply.
 
-    SDK and transport errors become :class:`ApiFailure`; a status-200 body that
-    is not a JSON object holding the field ``needs`` becomes a
-    ``malformed_reply`` failure instead of a string, ``None`` or an exception
-    from deep inside the SDK.
+    ``model`` and ``field`` (the conversation: ``messages``, ``input``) go as
+    the method's own arguments, every other field of the payload in
+    ``extra_body``. SDK and transport errors become :class:`ApiFailure`; a
+    status-200 body that is not a JSON object holding the field ``needs``
+    becomes a ``malformed_reply`` failure instead of a string, ``None`` or an
+    exception from deep inside the SDK.
     """
+    kwargs: dict[str, Any] = {"model": payload["model"], field: payload[field]}
+    extra = {k: v for k, v in payload.items() if k not in kwargs}
     try:
-        raw = create(**kwargs)
+        raw = create(**kwargs, extra_body=extra or None)
     except Exception as e:
         failure = openai_failure(e)
         if failure is None:
@@ -168,47 +177,27 @@ class OpenAIChatAgent(ProtocolAgent):
         raise ValueError(f"backend {cls.name} cannot send a {kind} part")
 
     @classmethod
+    def render_effort(cls, effort: Any) -> dict[str, Any]:
+        """The request fields for ``reasoning_effort``."""
+        return effort_field(effort)
+
+    @classmethod
     def render_options(cls, settings: Mapping[str, Any]) -> dict[str, Any]:
-        body: dict[str, Any] = {}
-        if settings.get("temperature") is not None:
-            body["temperature"] = settings["temperature"]
-        if settings.get("max_output_tokens") is not None:
-            body[cls.max_tokens_field] = settings["max_output_tokens"]
-        if settings.get("reasoning_effort") is not None:
-            body["reasoning_effort"] = settings["reasoning_effort"]
-        return body
+        return render_options(
+            settings, max_tokens=cls.max_tokens_field, reasoning=cls.render_effort
+        )
 
     @classmethod
     def render_payload(
         cls, messages: list[Message], media: Media, settings: Mapping[str, Any]
     ) -> dict[str, Any]:
-        rendered: list[dict[str, Any]] = []
-        for m in messages:
-            if m["role"] == "assistant":
-                text = "".join(p["text"] for p in m["content"] if p["type"] == "text")
-                rendered.append({"role": "assistant", "content": text})
-            else:
-                rendered.append(
-                    {
-                        "role": m["role"],
-                        "content": [cls.render_part(p, media) for p in m["content"]],
-                    }
-                )
-        body: dict[str, Any] = {"model": settings["model"], "messages": rendered}
-        body.update(cls.render_options(settings))
-        body.update(settings.get("extra_body") or {})
-        return body
+        rendered = render_messages(messages, lambda p: cls.render_part(p, media))
+        return request_body(settings, "messages", rendered, cls.render_options(settings))
 
     # -- sending ------------------------------------------------------------------
     def send(self, payload: dict[str, Any]) -> Reply:
-        extra = {k: v for k, v in payload.items() if k not in ("model", "messages")}
-        resp = call_openai(
-            self._client.chat.completions.with_raw_response.create,
-            "choices",
-            model=payload["model"],
-            messages=payload["messages"],
-            extra_body=extra or None,
-        )
+        create = self._client.chat.completions.with_raw_response.create
+        resp = call_openai(create, "choices", payload, "messages")
         choices = getattr(resp, "choices", None)
         if not isinstance(choices, list):
             raise malformed_reply(f"'choices' is {type(choices).__name__}, not a list")

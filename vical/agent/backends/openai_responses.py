@@ -17,6 +17,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from vical.agent.backends._common import (
+    effort_object,
+    render_messages,
+    render_options,
+    request_body,
+)
 from vical.agent.backends.openai_chat import call_openai, make_openai_client
 from vical.agent.base import register_agent
 from vical.agent.protocol import Media, Message, ProtocolAgent, Reply, data_url, malformed_reply
@@ -52,43 +58,25 @@ class OpenAIResponsesAgent(ProtocolAgent):
         return make_openai_client(self, api_key)
 
     @classmethod
+    def render_part(cls, part: Mapping[str, Any], media: Media) -> dict[str, Any]:
+        if part["type"] == "text":
+            return {"type": "input_text", "text": part["text"]}
+        if part["type"] == "image":
+            data, mime = media[part["sha256"]]
+            return {"type": "input_image", "image_url": data_url(data, mime)}
+        raise ValueError(f"backend {cls.name} cannot send a {part['type']} part")
+
+    @classmethod
     def render_payload(
         cls, messages: list[Message], media: Media, settings: Mapping[str, Any]
     ) -> dict[str, Any]:
-        items: list[dict[str, Any]] = []
-        for m in messages:
-            if m["role"] == "assistant":
-                text = "".join(p["text"] for p in m["content"] if p["type"] == "text")
-                items.append({"role": "assistant", "content": text})
-                continue
-            content = []
-            for p in m["content"]:
-                if p["type"] == "text":
-                    content.append({"type": "input_text", "text": p["text"]})
-                elif p["type"] == "image":
-                    data, mime = media[p["sha256"]]
-                    content.append({"type": "input_image", "image_url": data_url(data, mime)})
-                else:
-                    raise ValueError(f"backend {cls.name} cannot send a {p['type']} part")
-            items.append({"role": m["role"], "content": content})
-        body: dict[str, Any] = {"model": settings["model"], "input": items}
-        if settings.get("temperature") is not None:
-            body["temperature"] = settings["temperature"]
-        if settings.get("max_output_tokens") is not None:
-            body["max_output_tokens"] = settings["max_output_tokens"]
-        if settings.get("reasoning_effort") is not None:
-            body["reasoning"] = {"effort": settings["reasoning_effort"]}
-        body.update(settings.get("extra_body") or {})
-        return body
+        items = render_messages(messages, lambda p: cls.render_part(p, media))
+        options = render_options(settings, max_tokens="max_output_tokens", reasoning=effort_object)
+        return request_body(settings, "input", items, options)
 
     def send(self, payload: dict[str, Any]) -> Reply:
-        extra = {k: v for k, v in payload.items() if k not in ("model", "input")}
         resp = call_openai(
-            self._client.responses.with_raw_response.create,
-            "output",
-            model=payload["model"],
-            input=payload["input"],
-            extra_body=extra or None,
+            self._client.responses.with_raw_response.create, "output", payload, "input"
         )
         output = getattr(resp, "output", None)
         if not isinstance(output, list):

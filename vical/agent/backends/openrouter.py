@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from vical.agent.backends._common import effort_object
 from vical.agent.backends.openai_chat import OpenAIChatAgent
 from vical.agent.base import register_agent
 from vical.agent.protocol import Media, data_url
@@ -38,12 +39,5 @@ class OpenRouterAgent(OpenAIChatAgent):
         return super().render_part(part, media)
 
     @classmethod
-    def render_options(cls, settings: Mapping[str, Any]) -> dict[str, Any]:
-        body: dict[str, Any] = {}
-        if settings.get("temperature") is not None:
-            body["temperature"] = settings["temperature"]
-        if settings.get("max_output_tokens") is not None:
-            body["max_tokens"] = settings["max_output_tokens"]
-        if settings.get("reasoning_effort") is not None:
-            body["reasoning"] = {"effort": settings["reasoning_effort"]}
-        return body
+    def render_effort(cls, effort: Any) -> dict[str, Any]:
+        return effort_object(effort)

@@ -1,0 +1,105 @@
+"""What the model backends share: request options, message rendering, failure kinds.
+
+Each backend keeps its own wire format; the pieces here are the ones whose
+logic is the same across them, told apart only by field names or status sets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+from vical.agent.protocol import (
+    CONTEXT_LENGTH,
+    FATAL,
+    RETRYABLE,
+    ApiFailure,
+    Message,
+    looks_like_context_error,
+)
+
+# -- request options -----------------------------------------------------------------
+
+
+def effort_field(effort: Any) -> dict[str, Any]:
+    """``reasoning_effort`` as a top-level field (OpenAI chat completions)."""
+    return {"reasoning_effort": effort}
+
+
+def effort_object(effort: Any) -> dict[str, Any]:
+    """``reasoning_effort`` as ``{"reasoning": {"effort": …}}`` (Responses API, OpenRouter)."""
+    return {"reasoning": {"effort": effort}}
+
+
+def render_options(
+    settings: Mapping[str, Any],
+    *,
+    max_tokens: str,
+    reasoning: Callable[[Any], dict[str, Any]],
+) -> dict[str, Any]:
+    """The request fields for the options that are set, in this order: ``temperature``,
+    ``max_output_tokens`` (under the provider's name ``max_tokens``) and
+    ``reasoning_effort`` (the fields ``reasoning(effort)`` returns)."""
+    body: dict[str, Any] = {}
+    if settings.get("temperature") is not None:
+        body["temperature"] = settings["temperature"]
+    if settings.get("max_output_tokens") is not None:
+        body[max_tokens] = settings["max_output_tokens"]
+    if settings.get("reasoning_effort") is not None:
+        body.update(reasoning(settings["reasoning_effort"]))
+    return body
+
+
+# -- messages ------------------------------------------------------------------------
+
+
+def render_messages(
+    messages: list[Message], render_part: Callable[[Mapping[str, Any]], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """OpenAI-style ``{"role", "content"}`` messages: an earlier reply goes back as its
+    final text, any other message as its parts, each rendered by ``render_part``."""
+    rendered: list[dict[str, Any]] = []
+    for m in messages:
+        if m["role"] == "assistant":
+            text = "".join(p["text"] for p in m["content"] if p["type"] == "text")
+            rendered.append({"role": "assistant", "content": text})
+        else:
+            rendered.append({"role": m["role"], "content": [render_part(p) for p in m["content"]]})
+    return rendered
+
+
+def request_body(
+    settings: Mapping[str, Any], field: str, items: list[dict[str, Any]], options: dict[str, Any]
+) -> dict[str, Any]:
+    """``{"model", field: items}``, then the options, then ``extra_body`` merged on top."""
+    body: dict[str, Any] = {"model": settings["model"], field: items}
+    body.update(options)
+    body.update(settings.get("extra_body") or {})
+    return body
+
+
+# -- failures ------------------------------------------------------------------------
+
+
+def status_failure(
+    status: int | None,
+    message: str,
+    retry_after: float | None,
+    *,
+    context_statuses: Collection[int],
+    retry_statuses: Collection[int],
+    code: str | None = None,
+) -> ApiFailure:
+    """An HTTP error status as an :class:`ApiFailure`: a context-length error (one of
+    ``context_statuses`` whose message or ``code`` says so), retryable (one of
+    ``retry_statuses`` or 5xx) or fatal."""
+    if status in context_statuses and looks_like_context_error(message, code):
+        return ApiFailure(CONTEXT_LENGTH, message, status, retry_after)
+    if status is not None and (status in retry_statuses or status >= 500):
+        return ApiFailure(RETRYABLE, message, status, retry_after)
+    return ApiFailure(FATAL, message, status, retry_after)
+
+
+def transport_failure(exc: BaseException, reason: str, detail: str = "") -> ApiFailure:
+    """A request that got no reply (``reason``: timeout or connection): retryable."""
+    return ApiFailure(RETRYABLE, f"{type(exc).__name__}: {exc}{detail}", reason=reason)

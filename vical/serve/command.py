@@ -1,0 +1,78 @@
+"""The server's command line: ``python -m vical.serve`` and ``vical serve-baseline``."""
+
+from __future__ import annotations
+
+import argparse
+
+from vical.serve.faults import FAULT_KINDS, parse_fault_kinds
+from vical.serve.server import BaselineServer
+
+
+def build_parser(prog: str = "python -m vical.serve") -> argparse.ArgumentParser:
+    """The command line of the server (also behind ``vical serve-baseline``)."""
+    ap = argparse.ArgumentParser(
+        prog=prog,
+        description="Baseline model server: OpenAI chat/responses and Gemini generateContent.",
+    )
+    ap.add_argument("--host", default="127.0.0.1", help="interface to listen on")
+    ap.add_argument("--port", type=int, default=8000, help="TCP port (0: any free port)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the random policy")
+    ap.add_argument("--delay", type=float, default=0.0, help="seconds to wait before answering")
+    ap.add_argument(
+        "--fault-rate",
+        type=float,
+        default=0.0,
+        help="probability that a request carrying an image (an episode turn) misbehaves; "
+        "text-only requests are never hit",
+    )
+    ap.add_argument(
+        "--fault-kinds",
+        type=_fault_kinds_arg,
+        default=("malformed",),
+        help=f"comma-separated kinds drawn when --fault-rate hits: {','.join(FAULT_KINDS)}",
+    )
+    ap.add_argument(
+        "--retry-after", type=float, default=1.0, help="Retry-After seconds sent with a 429"
+    )
+    return ap
+
+
+def _fault_kinds_arg(text: str) -> tuple[str, ...]:
+    try:
+        return parse_fault_kinds(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m vical.serve") -> None:
+    args = build_parser(prog).parse_args(argv)
+    if not 0.0 <= args.fault_rate <= 1.0:
+        build_parser(prog).error(f"--fault-rate must be between 0 and 1, not {args.fault_rate}")
+    server = BaselineServer(
+        args.host,
+        args.port,
+        seed=args.seed,
+        delay=args.delay,
+        fault_rate=args.fault_rate,
+        fault_kinds=args.fault_kinds,
+        retry_after=args.retry_after,
+    )
+    faults = (
+        f"\n  Injected faults:            rate {args.fault_rate:g} on image turns, "
+        f"kinds {','.join(args.fault_kinds)}"
+        if args.fault_rate
+        else ""
+    )
+    print(
+        f"vical baseline server on {server.url}\n"
+        f"  OpenAI-compatible base URL: {server.openai_base_url}  (models: random, first, expert)\n"
+        f"  Gemini base URL:            {server.url}{faults}",
+        flush=True,
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stopping.set()
+        server._httpd.server_close()

@@ -1,0 +1,277 @@
+"""The server: :class:`BaselineServer` and the HTTP handler that answers for it."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from vical.serve.conversation import BadRequest, Conversation
+from vical.serve.faults import (
+    BROKEN_BODIES,
+    HANG_LIMIT,
+    Fault,
+    check_fault_kinds,
+    faulty_answer,
+    model_fault,
+)
+from vical.serve.policy import POLICIES, ExpertPolicy, legal_actions, pick_action
+from vical.serve.wire import context_error_body, error_body, read_request, reply_body, route
+
+
+class BaselineServer:
+    """The baseline server; ``with BaselineServer() as s:`` runs it on a free port."""
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        seed: int = 0,
+        delay: float = 0.0,
+        fault_rate: float = 0.0,
+        fault_kinds: tuple[str, ...] = ("malformed",),
+        retry_after: float = 1.0,
+        record_bodies: bool = False,
+    ):
+        check_fault_kinds(fault_kinds)
+        self.seed = seed
+        self.delay = delay
+        self.fault_rate = fault_rate
+        self.fault_kinds = tuple(fault_kinds)
+        self.retry_after = retry_after
+        self.record_bodies = record_bodies
+        self.lock = threading.Lock()
+        self.counts: Counter[str] = Counter()  # requests per model name
+        self.stats: Counter[str] = Counter()  # "api:status" -> count
+        self.requests: list[dict[str, Any]] = []
+        self._rng = random.Random(seed)
+        self.experts = ExpertPolicy()
+        self.stopping = threading.Event()  # set by stop(): releases "hang" faults
+        self._httpd = ThreadingHTTPServer((host, port), _make_handler(self))
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        if isinstance(host, bytes):  # typeshed allows it; an AF_INET server gives str
+            host = host.decode()
+        return f"http://{host}:{port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.url + "/v1"
+
+    def start(self) -> BaselineServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        self._httpd.serve_forever()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> BaselineServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- decisions ------------------------------------------------------------------
+    def choose_fault(self, conv: Conversation, n_before: int) -> Fault | None:
+        fault = model_fault(conv.model, conv.n_assistant, n_before)
+        if fault is not None:
+            return fault
+        if self.fault_rate > 0 and conv.images:  # episode turns only, never a text-only check
+            with self.lock:
+                hit = self._rng.random() < self.fault_rate
+                kind = self._rng.choice(self.fault_kinds)
+            if hit:
+                return Fault(kind, 500 if kind == "slow" else None)
+        return None
+
+    def answer(self, conv: Conversation, raw: bytes, fault: Fault | None) -> tuple[str, str]:
+        """(final text, visible reasoning) for a request."""
+        legal = legal_actions(conv)
+        seen = (
+            f"Read {len(conv.images)} image(s) {conv.image_sizes[-3:]} and "
+            f"{len(conv.videos)} video(s); {conv.n_assistant} earlier repl(ies)."
+        )
+        if not legal:
+            return "I cannot find a list of legal actions in the prompt.", seen
+        action, policy, note = pick_action(conv, legal, raw, self.seed, self.experts)
+        if note is not None:
+            seen = f"{seen} {note}"
+        spoilt = faulty_answer(fault.kind if fault else None, action, legal, seen)
+        if spoilt is not None:
+            return spoilt
+        return (
+            f"[Action:{action}]\nThe {policy} baseline picked {action} from "
+            f"{len(legal)} legal actions.",
+            seen,
+        )
+
+
+def _make_handler(server: BaselineServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(obj).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/") == "/v1/models":
+                data = [{"id": p, "object": "model", "owned_by": "vical"} for p in POLICIES]
+                self._send_json(200, {"object": "list", "data": data})
+            elif self.path == "/stats":
+                with server.lock:
+                    self._send_json(
+                        200, {"models": dict(server.counts), "responses": dict(server.stats)}
+                    )
+            else:
+                self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            path = self.path.split("?", 1)[0]
+            found = route(path)
+            if found is None:
+                self._send_json(404, {"error": {"message": f"no route {path}"}})
+                return
+            api, path_model = found
+            entry: dict[str, Any] = {"api": api, "path": path}
+            try:
+                body = json.loads(raw)
+                if not isinstance(body, dict):
+                    raise BadRequest("the body must be a JSON object")
+                conv = read_request(api, body, path_model)
+            except (BadRequest, json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
+                entry["model"] = None
+                self._finish(entry, api, 400, error_body(api, 400, f"bad request: {e}"))
+                return
+            entry.update(
+                model=conv.model,
+                n_images=len(conv.images),
+                n_videos=len(conv.videos),
+                n_system=conv.n_system,
+                n_assistant=conv.n_assistant,
+            )
+            if server.record_bodies:
+                entry["body"] = body
+            with server.lock:
+                n_before = server.counts[conv.model]
+                server.counts[conv.model] += 1
+            fault = server.choose_fault(conv, n_before)
+            entry["fault"] = fault.kind if fault else None
+            if server.delay:
+                time.sleep(server.delay)
+            if fault and fault.kind == "slow":
+                time.sleep((fault.arg or 0) / 1000.0)
+            if fault and fault.kind == "429":
+                ra = server.retry_after
+                ra_text = str(int(ra)) if float(ra).is_integer() else str(ra)
+                self._finish(
+                    entry,
+                    api,
+                    429,
+                    error_body(api, 429, "rate limit reached (injected fault)"),
+                    {"Retry-After": ra_text},
+                )
+                return
+            if fault and fault.kind == "400":
+                self._finish(
+                    entry, api, 400, error_body(api, 400, "invalid request (injected fault)")
+                )
+                return
+            if fault and fault.kind == "500":
+                self._finish(
+                    entry, api, 500, error_body(api, 500, "internal error (injected fault)")
+                )
+                return
+            if fault and fault.kind == "context-length":
+                self._finish(entry, api, 400, context_error_body(api, conv))
+                return
+            if fault and fault.kind == "401-echo":
+                heard = self._credential_heard()
+                message = f"Incorrect API key provided: {heard} (injected fault)"
+                self._finish(entry, api, 401, error_body(api, 401, message))
+                return
+            if fault and fault.kind == "hang":
+                entry["status"] = None
+                with server.lock:
+                    server.requests.append(entry)
+                    server.stats[f"{api}:hang"] += 1
+                server.stopping.wait(HANG_LIMIT)
+                self.close_connection = True  # drop the request without an answer
+                return
+            if fault and fault.kind in BROKEN_BODIES:
+                ctype, data = BROKEN_BODIES[fault.kind]
+                self._finish_raw(entry, api, 200, data, ctype)
+                return
+            text, seen = server.answer(conv, raw, fault)
+            out_tokens = max(1, len(text) // 4)
+            in_tokens = conv.estimated_tokens()
+            obj = reply_body(api, body, conv, text, seen, in_tokens, out_tokens)
+            self._finish(entry, api, 200, obj)
+
+        def _finish(
+            self,
+            entry: dict[str, Any],
+            api: str,
+            status: int,
+            obj: Any,
+            headers: dict[str, str] | None = None,
+        ) -> None:
+            entry["status"] = status
+            with server.lock:
+                server.requests.append(entry)
+                server.stats[f"{api}:{status}"] += 1
+            self._send_json(status, obj, headers)
+
+        def _finish_raw(
+            self, entry: dict[str, Any], api: str, status: int, data: bytes, ctype: str
+        ) -> None:
+            entry["status"] = status
+            with server.lock:
+                server.requests.append(entry)
+                server.stats[f"{api}:{status}"] += 1
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _credential_heard(self) -> str:
+            """The credential the request carried, whichever way it was sent."""
+            auth = self.headers.get("Authorization") or ""
+            if auth:
+                return auth.split(" ", 1)[-1]
+            goog = self.headers.get("x-goog-api-key") or self.headers.get("api-key")
+            if goog:
+                return goog
+            query = parse_qs(urlsplit(self.path).query)
+            return (query.get("key") or ["<none>"])[0]
+
+    return Handler
