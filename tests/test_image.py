@@ -8,10 +8,12 @@ Podman's Docker-compatible socket itself when no Docker engine answers.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 from pathlib import Path
@@ -95,6 +97,68 @@ def test_eval_inside_image_writes_to_mount(tmp_path):
     assert manifest["image"]["version"] == __version__
     assert manifest["image"]["env_digest"].startswith("sha256:")
     assert len(list((out / "run" / "episodes").iterdir())) == 2
+
+
+def _inspect() -> dict:
+    import json
+
+    r = _engine_run("image", "inspect", IMAGE)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)[0]
+
+
+def test_labels_name_version_revision_and_task_data():
+    from vical.spec import tasks_digest
+
+    config = _inspect()["Config"]
+    labels = config.get("Labels") or {}
+    assert labels["org.opencontainers.image.version"] == __version__
+    assert re.fullmatch(
+        r"[0-9a-f]{40}(-dirty)?|unknown", labels["org.opencontainers.image.revision"]
+    )
+    assert "org.opencontainers.image.source" in labels
+    assert labels["io.vical.tasks-digest"] == tasks_digest()
+    # a numeric user, so any host resolves it; never root
+    assert re.fullmatch(r"[1-9]\d*:[1-9]\d*", config["User"])
+
+
+def test_history_puts_dependencies_before_the_source():
+    r = _engine_run("history", "--no-trunc", "--format", "{{.CreatedBy}}", IMAGE)
+    assert r.returncode == 0, r.stderr
+    steps = r.stdout.splitlines()[::-1]  # oldest first
+    deps = next(i for i, s in enumerate(steps) if "requirements.txt" in s and "pip install" in s)
+    source = next(i for i, s in enumerate(steps) if "COPY" in s and "./vical" in s)
+    assert deps < source, steps
+    assert not [s for s in steps if "docker/ca" in s or ".crt" in s]
+
+
+def test_no_layer_holds_ca_material(tmp_path):
+    """The CA bundle used by pip at build time is a secret: in no layer, not even deleted."""
+    archive = tmp_path / "image.tar"
+    r = _engine_run("save", "-o", str(archive), IMAGE, timeout=900)
+    assert r.returncode == 0, r.stderr
+    # any file where the build put or mounted it: the secret's mount point may stay
+    # behind as an empty directory, but no file may
+    pattern = re.compile(r"(^|/)(opt/vical/ca|run/secrets)/|(^|/)(extra-ca[^/]*|pip_ca)$")
+    found, layers = [], 0
+    with tarfile.open(archive) as outer:
+        for member in outer:
+            if not member.isfile() or member.size < 1024:
+                continue
+            blob = outer.extractfile(member)
+            try:
+                inner = tarfile.open(fileobj=blob)  # noqa: SIM115 - closed by the with below
+            except tarfile.TarError:
+                continue  # a manifest or config, not a layer
+            with inner:
+                layers += 1
+                found += [
+                    f"{member.name}: {m.name}"
+                    for m in inner
+                    if not m.isdir() and pattern.search(m.name)
+                ]
+    assert layers >= 5, f"read only {layers} layers from the saved image"
+    assert not found, found
 
 
 def _free_port() -> int:
