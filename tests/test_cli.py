@@ -185,3 +185,130 @@ def test_a_folder_without_task_files_is_one_error_line(tmp_path):
     )
     assert r.returncode == 2
     assert r.stderr == f"error: {tmp_path}: no task files (*.yaml) found\n"
+
+
+# ---------------------------------------------------------------------------
+# options: each command's values in one frozen dataclass, checked where it is built
+# ---------------------------------------------------------------------------
+def _api(**changes):
+    from dataclasses import replace
+
+    from vical.cli import ApiOptions
+
+    api = ApiOptions(
+        endpoint="http://127.0.0.1:1/v1",
+        model="m",
+        api_key_env=None,
+        temperature=None,
+        max_output_tokens=None,
+        reasoning_effort=None,
+        extra_body=None,
+        rate_limit=None,
+        request_timeout=120.0,
+        max_retry_after=120.0,
+        transport_retries=3,
+    )
+    return replace(api, **changes)
+
+
+def test_eval_options_check_the_agent_then_frames_then_the_api_options(tmp_path):
+    from vical.cli import EvalOptions
+    from vical.cli._common import OptionError
+
+    base = {"tasks": None, "out": tmp_path, "runs": 1, "seed": 7, "workers": None}
+    assert EvalOptions(**base, frames="none").agent_kwargs == {"seed": 7}
+    with pytest.raises(OptionError, match=r"^unknown agent 'nope'; available: .*random"):
+        EvalOptions(**base, frames="most", agent="nope")
+    bad_json = _api(model=None, extra_body="{x")
+    with pytest.raises(OptionError, match=r"^--frames 'most' is not one of: none, failed, all$"):
+        EvalOptions(**base, frames="most", agent="openai-chat", api=bad_json)
+    with pytest.raises(OptionError, match=r"^--extra-body is not valid JSON"):
+        EvalOptions(**base, frames="all", agent="openai-chat", api=bad_json)
+    with pytest.raises(OptionError, match=r"^--model is required for the openai-chat backend$"):
+        EvalOptions(**base, frames="all", agent="openai-chat", api=_api(model=None))
+    with pytest.raises(OptionError, match=r"^--model is required for the gemini backend$"):
+        EvalOptions(**base, frames="all", agent="gemini")
+    opts = EvalOptions(
+        **base, frames="failed", agent="openai-chat", api=_api(extra_body='{"top_p": 0.9}')
+    )
+    assert opts.agent_kwargs["seed"] == 7 and opts.agent_kwargs["model"] == "m"
+    assert opts.agent_kwargs["extra_body"] == {"top_p": 0.9}
+    # the random agent ignores the API options, even unusable ones
+    assert EvalOptions(**base, frames="all", api=bad_json).agent_kwargs == {"seed": 7}
+
+
+@pytest.mark.parametrize("argv", [["eval"], ["baseline", "random"]])
+def test_a_bad_frames_mode_is_refused_alike_by_both_commands_before_task_lookup(argv):
+    r = runner.invoke(app, [*argv, "--frames", "most", "--tasks", "zzz/*"])
+    assert r.exit_code == 2 and isinstance(r.exception, SystemExit), r.output
+    assert r.stderr == "error: --frames 'most' is not one of: none, failed, all\n"
+    assert r.stdout == ""
+
+
+def test_no_frames_overrides_frames_before_the_check():
+    r = runner.invoke(
+        app, ["eval", "--no-frames", "--frames", "most", "--agent", "openai-chat", "-t", "taxi"]
+    )
+    assert r.exit_code == 2
+    assert r.stderr == "error: --model is required for the openai-chat backend\n"
+
+
+def test_start_up_loads_no_heavy_or_optional_package():
+    """`vical --help` imports typer and rich only; each command imports what it calls."""
+    import subprocess
+    import sys
+
+    code = "import sys, vical.cli; print('\\n'.join(sys.modules))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    loaded = set(r.stdout.split())
+    heavy = {
+        *("pydantic", "numpy", "PIL", "yaml", "matplotlib", "gymnasium", "pygame"),
+        *("cryptography", "docker", "openai", "google.genai", "datasets", "pyarrow"),
+        *("vical.spec", "vical.envs", "vical.agent", "vical.run", "vical.report"),
+        *("vical.submit", "vical.serve", "vical.dataset", "vical.demos", "vical.authoring"),
+    }
+    assert not heavy & loaded
+    assert "vical.cli.eval" in loaded and "typer" in loaded  # the probe saw the package
+
+
+def test_submit_with_an_endpoint_runs_the_image_with_its_options_then_bundles(
+    tmp_path, monkeypatch
+):
+    """The container itself is tested in test_submit.py (it needs an engine); here, which
+    option reaches which argument, and that --tasks makes the bundle partial."""
+    from vical.run import run_eval
+    from vical.spec import select_tasks
+    from vical.submit import container
+    from vical.submit.keys import keygen
+
+    run = tmp_path / "run"
+    run_eval(select_tasks("taxi/state1"), run, workers=1, progress=False)
+    key, _ = keygen(tmp_path / "key")
+    seen = {}
+
+    def fetch_dataset(local):
+        seen["local"] = local
+        return tmp_path / "fetched"
+
+    def run_in_image(**kw):
+        seen.update(kw)
+        kw["on_line"]("a line the image printed")
+        return run
+
+    monkeypatch.setattr(container, "fetch_dataset", fetch_dataset)
+    monkeypatch.setattr(container, "run_in_image", run_in_image)
+    bundle = tmp_path / "b.tar.gz"
+    args = ["submit", "--key", str(key), "--endpoint", "http://h/v1", "--model", "m"]
+    args += ["--backend", "gemini", "--api-key-env", "K", "--dataset", str(tmp_path / "ds")]
+    args += ["--image", "img:1", "--tasks", "taxi/state1", "--workdir", str(tmp_path / "w")]
+    r = runner.invoke(app, [*args, "--out", str(bundle)])
+    assert r.exit_code == 0, r.output
+    assert "a line the image printed" in r.stdout
+    assert f"bundle {bundle}: " in r.stdout and ", partial, " in r.stdout
+    assert seen["local"] == tmp_path / "ds" and seen["dataset"] == tmp_path / "fetched"
+    assert (seen["endpoint"], seen["model"], seen["backend"]) == ("http://h/v1", "m", "gemini")
+    assert (seen["api_key_env"], seen["image"], seen["tasks"]) == ("K", "img:1", "taxi/state1")
+    assert seen["out"].parent == tmp_path / "w" and seen["out"].name.startswith("submit-")
+    r = runner.invoke(app, ["submit", "--key", str(key), "--endpoint", "http://h/v1"])
+    assert r.exit_code == 2 and "--endpoint and --model" in r.stderr

@@ -26,7 +26,7 @@ def test_wheel_contains_runtime_data(tmp_path):
         "vical/dataset/card_template.md",
         "vical/agent/prices.yaml",
         "vical/requirements.lock",
-        "vical/cli.py",
+        "vical/cli/__init__.py",
     ):
         assert required in names, required
     assert not any(n.startswith(("tests/", "docker/")) for n in names)

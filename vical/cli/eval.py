@@ -1,0 +1,412 @@
+"""``vical eval`` and ``vical baseline random``: one evaluation run, then its report.
+
+Both commands gather their options in an :class:`EvalOptions`, whose construction
+is the command line's one check of the agent name, ``--frames`` and the API
+options; :func:`run_and_report` then runs the episodes, prints the closing
+summary and writes the report.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from vical.cli._common import OptionError, console, err, fail, interrupted, say, select
+from vical.cli.report import ReportOptions, write_report
+
+if TYPE_CHECKING:
+    from vical.run.runner import RunSummary
+
+baseline_app = typer.Typer(help="Reference runs (the random baseline).", no_args_is_help=True)
+
+
+@dataclass(frozen=True)
+class ApiOptions:
+    """How an API backend reaches its model (the ``vical eval`` options random ignores)."""
+
+    endpoint: str | None
+    model: str | None
+    api_key_env: str | None
+    temperature: float | None
+    max_output_tokens: int | None
+    reasoning_effort: str | None
+    extra_body: str | None  # a JSON object, as typed
+    rate_limit: float | None
+    request_timeout: float
+    max_retry_after: float
+    transport_retries: int
+
+    def agent_kwargs(self, agent: str) -> dict[str, Any]:
+        """The backend's keyword arguments (OptionError: --extra-body is not JSON, no --model)."""
+        try:
+            body = json.loads(self.extra_body) if self.extra_body else None
+        except json.JSONDecodeError as e:
+            raise OptionError(
+                f"--extra-body is not valid JSON ({e}); example: '{{\"top_p\": 0.9}}'"
+            ) from e
+        if self.model is None:
+            raise OptionError(f"--model is required for the {agent} backend")
+        return {
+            "endpoint": self.endpoint,
+            "model": self.model,
+            "api_key_env": self.api_key_env,
+            "temperature": self.temperature,
+            "max_output_tokens": self.max_output_tokens,
+            "reasoning_effort": self.reasoning_effort,
+            "extra_body": body,
+            "rate_limit": self.rate_limit,
+            "request_timeout": self.request_timeout,
+            "max_retry_after": self.max_retry_after,
+            "transport_retries": self.transport_retries,
+        }
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """One evaluation run as a command asks for it.
+
+    Construction checks, in this order, the agent name, ``frames`` (one of
+    ``vical.run.runner.FRAME_MODES``) and, for an API backend, ``api`` (it must
+    name a model; ``extra_body`` must be JSON), raising :class:`OptionError`;
+    ``agent_kwargs`` is then what the agent is built with. Task globs are
+    resolved later, by :func:`run_and_report`.
+    """
+
+    tasks: str | None  # comma-separated id globs; None: every task
+    out: Path
+    runs: int
+    seed: int
+    workers: int | None
+    frames: str
+    agent: str = "random"
+    api: ApiOptions | None = None  # every agent but random needs one
+    demos: bool = True
+    report: bool = True
+    prices: Path | None = None
+    preflight: bool = True
+    retry_errors: bool = True
+    max_consecutive_errors: int = 5
+    agent_kwargs: dict[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        from vical.agent.base import agent_names
+        from vical.run.runner import FRAME_MODES
+
+        if self.agent not in agent_names():
+            raise OptionError(
+                f"unknown agent {self.agent!r}; available: {', '.join(agent_names())}"
+            )
+        if self.frames not in FRAME_MODES:
+            raise OptionError(f"--frames {self.frames!r} is not one of: {', '.join(FRAME_MODES)}")
+        kwargs: dict[str, Any] = {"seed": self.seed}
+        if self.agent != "random":
+            if self.api is None:
+                raise OptionError(f"--model is required for the {self.agent} backend")
+            kwargs.update(self.api.agent_kwargs(self.agent))
+        object.__setattr__(self, "agent_kwargs", kwargs)
+
+
+def default_out(agent: str) -> Path:
+    return Path("runs") / f"{agent}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
+
+
+def resume_command(out: Path) -> str:
+    """The command line that resumes this run (credentials redacted, --out added)."""
+    from vical.agent.redact import redact_argv
+
+    args = redact_argv(list(sys.argv[1:]))
+    if not any(a in ("--out", "-o") or a.startswith("--out=") for a in args):
+        args += ["--out", str(out)]
+    return " ".join(shlex.quote(a) for a in ["vical", *args])
+
+
+def _agent_settings(opts: EvalOptions) -> dict[str, Any]:
+    """Build the agent once up front, so a bad option, a missing key or (with preflight)
+    an unreachable model fails here and not in every episode; its settings."""
+    from vical.agent import get_agent
+
+    try:
+        probe = get_agent(opts.agent, **opts.agent_kwargs)
+    except (ValueError, RuntimeError) as e:
+        fail(f"{opts.agent}: {e}")
+    settings = probe.settings()
+    try:
+        if opts.preflight:
+            probe.preflight()
+    except RuntimeError as e:
+        fail(f"preflight failed: {e}")
+    finally:
+        probe.close()
+    return settings
+
+
+def _price(opts: EvalOptions, settings: dict[str, Any]) -> dict[str, float] | None:
+    """The model's price from the table (None, with a note, when the table lacks it)."""
+    from vical.agent.costs import load_prices, price_for
+
+    try:
+        price = price_for(settings, load_prices(opts.prices))
+    except ValueError as e:
+        fail(str(e))
+    if opts.agent != "random" and price is None:
+        err.print(
+            f"note: no price for model {settings.get('model')!r} in the price table; "
+            "costs are not computed (see --prices)"
+        )
+    return price
+
+
+def run_and_report(opts: EvalOptions) -> None:
+    """Run the episodes not yet in ``opts.out``, summarise, report, and say what next.
+
+    Exits 1 when an episode crashed, ended in an infrastructure failure, or the
+    breaker stopped the run; 130 on an interrupt (finished episodes are kept).
+    """
+    from vical.run import run_eval
+    from vical.run.pool import Interrupted
+
+    tasks = select(opts.tasks)
+    out = opts.out
+    resume = resume_command(out)
+    console.print(
+        f"[bold]vical eval[/]: {len(tasks)} tasks x {opts.runs} run(s), agent {opts.agent}, "
+        f"output {out}"
+    )
+    settings = _agent_settings(opts)
+    price = _price(opts, settings)
+    try:
+        summary = run_eval(
+            tasks,
+            out,
+            agent=opts.agent,
+            agent_kwargs=opts.agent_kwargs,
+            agent_settings=settings,
+            runs=opts.runs,
+            run_seed=opts.seed,
+            workers=opts.workers,
+            frames=opts.frames,
+            demos=opts.demos,
+            price=price,
+            retry_errors=opts.retry_errors,
+            max_consecutive_errors=opts.max_consecutive_errors,
+        )
+    except (Interrupted, KeyboardInterrupt):
+        interrupted(f"finished episodes are kept in {out}; to resume, run {resume}")
+    except ValueError as e:
+        fail(str(e))
+    _closing_summary(summary, out)
+    if opts.report and (summary.finished - len(summary.infra) > 0 or summary.skipped):
+        write_report(ReportOptions(runs=(out,), out=out))
+    if not (summary.failed or summary.infra or summary.stopped_by_breaker):
+        nxt = f"vical submit {out} --key <private key from vical keygen>"
+        if not opts.report:
+            nxt = f"vical report {out}, then {nxt}"
+        say(f"next: {nxt}")
+    problems = []
+    if summary.failed:
+        problems.append(f"{len(summary.failed)} episode(s) crashed")
+    if summary.infra:
+        problems.append(f"{len(summary.infra)} episode(s) ended in an infrastructure failure")
+    if summary.stopped_by_breaker:
+        problems.append(
+            f"the run stopped after {opts.max_consecutive_errors} infrastructure failures in "
+            f"a row ({summary.not_run} episode(s) not started)"
+        )
+    if problems:
+        fail("; ".join(problems) + f". Fix the cause, then run: {resume}", code=1)
+
+
+def _closing_summary(summary: RunSummary, out: Path) -> None:
+    """Counts by outcome and failure mode, then the episodes that went wrong."""
+    for line in summary.repaired:
+        err.print(f"[yellow]re-ran damaged episode[/] {line}")
+    if summary.retried:
+        err.print(
+            f"retried {summary.retried} episode(s) that had ended in an infrastructure "
+            f"failure (earlier attempts kept in {out / 'failed-attempts'})"
+        )
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(summary.outcomes.items()))
+    console.print(
+        f"{summary.finished} episodes run ({counts or 'none'}), {summary.skipped} already finished",
+        soft_wrap=True,
+    )
+    for name, why in summary.failed:
+        err.print(f"[red]episode {name} crashed:[/] {why}")
+    shown = summary.infra[:5]
+    for name, why in shown:
+        err.print(f"[red]infrastructure failure[/] {name}: {why}", markup=True, highlight=False)
+    if len(summary.infra) > len(shown):
+        err.print(f"... and {len(summary.infra) - len(shown)} more infrastructure failure(s)")
+
+
+def eval_cmd(
+    agent: str = typer.Option(
+        "random",
+        "--agent",
+        "--backend",
+        "-a",
+        help="Agent backend: random, openai-chat, openai-responses, gemini, openrouter.",
+    ),
+    tasks: str = typer.Option(
+        None, "--tasks", "-t", help="Comma-separated id globs (default: every task)."
+    ),
+    runs: int = typer.Option(1, "--runs", min=1, help="Episodes per task."),
+    out: Path = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="Run folder (default runs/<agent>-<time>). Re-use it to resume an interrupted run.",
+    ),
+    workers: int = typer.Option(
+        None,
+        "--concurrency",
+        "--workers",
+        "-j",
+        min=1,
+        help="Episodes in flight at once, one process each (default: one per core).",
+    ),
+    rate_limit: float = typer.Option(
+        None,
+        "--rate-limit",
+        min=0.001,
+        help="Most requests per minute to the endpoint, shared by all episodes in flight.",
+    ),
+    prices: Path = typer.Option(
+        None,
+        "--prices",
+        help="Price table (YAML, USD per million tokens) for cost accounting; default: "
+        "$VICAL_PRICES or the packaged vical/agent/prices.yaml.",
+    ),
+    seed: int = typer.Option(0, "--seed", help="Run seed; each episode's seed derives from it."),
+    endpoint: str = typer.Option(None, "--endpoint", help="API base URL of the model server."),
+    model: str = typer.Option(None, "--model", help="Model name at the endpoint."),
+    api_key_env: str = typer.Option(
+        None, "--api-key-env", help="Environment variable holding the API key."
+    ),
+    temperature: float = typer.Option(None, "--temperature", help="Sampling temperature."),
+    max_output_tokens: int = typer.Option(
+        None, "--max-output-tokens", help="Cap on tokens per reply."
+    ),
+    reasoning_effort: str = typer.Option(
+        None, "--reasoning-effort", help="Reasoning effort where the provider has it."
+    ),
+    extra_body: str = typer.Option(
+        None, "--extra-body", help="JSON object merged into each request body."
+    ),
+    frames: str = typer.Option(
+        "none",
+        "--frames",
+        help="Frames saved as PNG per episode: none (default; trajectory.png is always "
+        "written and every frame can be regenerated by replay), failed (only episodes "
+        "that did not pass), all (about 1 MB per episode).",
+    ),
+    no_frames: bool = typer.Option(
+        False, "--no-frames", hidden=True, help="Same as --frames none."
+    ),
+    demos: bool = typer.Option(
+        True, "--demos/--no-demos", help="Send the demonstration videos (ablation: --no-demos)."
+    ),
+    report: bool = typer.Option(
+        True, "--report/--no-report", help="Print and write the Table-1 report at the end."
+    ),
+    request_timeout: float = typer.Option(
+        120.0, "--request-timeout", min=0.1, help="Seconds to wait for one model reply."
+    ),
+    max_retry_after: float = typer.Option(
+        120.0,
+        "--max-retry-after",
+        min=0.0,
+        help="Longest Retry-After (seconds) the run will honour; a longer one ends the "
+        "decision as an infrastructure failure instead of waiting.",
+    ),
+    transport_retries: int = typer.Option(
+        3,
+        "--transport-retries",
+        min=0,
+        help="Times one request is resent after a connection error, timeout, 429 or 5xx "
+        "(with backoff) before the episode ends as an infrastructure failure.",
+    ),
+    preflight: bool = typer.Option(
+        True,
+        "--preflight/--no-preflight",
+        help="Check endpoint, model and key with one small request before the first episode.",
+    ),
+    retry_errors: bool = typer.Option(
+        True,
+        "--retry-errors/--no-retry-errors",
+        help="On resume, re-run episodes that ended in an infrastructure failure.",
+    ),
+    max_consecutive_errors: int = typer.Option(
+        5,
+        "--max-consecutive-errors",
+        min=0,
+        help="Stop the run after this many infrastructure failures in a row (0: never).",
+    ),
+) -> None:
+    """Evaluate an agent on tasks; writes one folder per episode and a run manifest.
+
+    What a run writes, per episode (runs/<id>/episodes/<env>__<variant>__r<k>/):
+    eval_result.json, log.jsonl (every request and reply), trajectory.png (one
+    strip of the whole episode), media/ (the JPEGs sent to an API model, about
+    10-40 kB each) and, with --frames, PNG frames. A random pass over all 342
+    tasks writes about 35 MB; an API pass adds the media (roughly 0.5 GB).
+    Ctrl-C stops the run within seconds, keeping finished episodes; the same
+    command resumes it. Episodes that end because the endpoint failed are
+    reported apart, make the command exit 1, and are re-run on resume.
+    """
+    api = ApiOptions(
+        endpoint=endpoint,
+        model=model,
+        api_key_env=api_key_env,
+        temperature=temperature,
+        max_output_tokens=max_output_tokens,
+        reasoning_effort=reasoning_effort,
+        extra_body=extra_body,
+        rate_limit=rate_limit,
+        request_timeout=request_timeout,
+        max_retry_after=max_retry_after,
+        transport_retries=transport_retries,
+    )
+    opts = EvalOptions(
+        tasks=tasks,
+        out=out or default_out(agent),
+        runs=runs,
+        seed=seed,
+        workers=workers,
+        frames="none" if no_frames else frames,
+        agent=agent,
+        api=api,
+        demos=demos,
+        report=report,
+        prices=prices,
+        preflight=preflight,
+        retry_errors=retry_errors,
+        max_consecutive_errors=max_consecutive_errors,
+    )
+    run_and_report(opts)
+
+
+@baseline_app.command("random")
+def baseline_random(
+    out: Path = typer.Option(
+        Path("runs/random-baseline"), "--out", "-o", help="Run folder (re-use it to resume)."
+    ),
+    tasks: str = typer.Option(None, "--tasks", "-t", help="Id globs (default: every task)."),
+    runs: int = typer.Option(3, "--runs", min=1, help="Episodes per task (paper: 3)."),
+    workers: int = typer.Option(None, "--workers", "-j", min=1, help="Parallel episodes."),
+    seed: int = typer.Option(0, "--seed", help="Run seed."),
+    frames: str = typer.Option("none", "--frames", help="PNG frames to save: none, failed, all."),
+) -> None:
+    """The random reference: uniform legal actions, 3 runs per task, as a normal run folder."""
+    run_and_report(
+        EvalOptions(
+            tasks=tasks, out=out, runs=runs, seed=seed, workers=workers, frames=frames, demos=False
+        )
+    )

@@ -1,0 +1,248 @@
+"""``vical tasks``: list, show, digest; the authoring views sheet and make-init."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from vical.cli._common import console, envs, fail, say, select
+from vical.paper import ENVS
+
+if TYPE_CHECKING:
+    from vical.spec import TaskSpec
+
+tasks_app = typer.Typer(help="Browse the benchmark's tasks.", no_args_is_help=True)
+
+
+@tasks_app.command("list")
+def tasks_list(
+    pattern: str = typer.Option(
+        None, "--tasks", "-t", help="Comma-separated id globs, e.g. 'taxi/*,pong'."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """List tasks, one per line, the task id first."""
+    tasks = select(pattern)
+    rows: list[dict[str, Any]] = [
+        {
+            "id": t.id,
+            "env": t.env.env,
+            "kind": t.variant.kind,
+            "seed": t.variant.seed,
+            "max_steps": t.max_steps,
+            "actions": len(t.action_names),
+            "types": t.env.tags.types,
+            "memory": t.env.tags.memory,
+            "dynamics": t.env.tags.dynamics,
+        }
+        for t in tasks
+    ]
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    for r in rows:
+        sys.stdout.write(
+            f"{r['id']}\t{r['kind']}\tseed={r['seed']}\tmax_steps={r['max_steps']}\t"
+            f"actions={r['actions']}\t{'/'.join(r['types'])}\t{r['memory']}\t{r['dynamics']}\n"
+        )
+
+
+@tasks_app.command("digest")
+def tasks_digest_cmd() -> None:
+    """Print the task-data version: sha256 over every task file.
+
+    Run manifests and bundles record it; resuming, bundling and verification
+    refuse to mix results made on different task data.
+    """
+    from vical.spec import TASKS_DIR, tasks_digest
+
+    sys.stdout.write(f"{tasks_digest()}  {TASKS_DIR}\n")
+
+
+@tasks_app.command("show")
+def tasks_show(
+    task_id: str = typer.Argument(..., help="Task id, e.g. taxi/state1."),
+    png: Path = typer.Option(None, "--png", help="Write the start frame to this PNG file."),
+) -> None:
+    """Show one task's settings, rules and actions; optionally save its start frame."""
+    from vical.spec import get_task
+
+    t = get_task(task_id)
+    spec = t.env
+    console.print(f"[bold]{t.id}[/] ({spec.name}, paper id {spec.paper_id}, {t.variant.kind})")
+    console.print(
+        f"seed {t.variant.seed}, initial skip {t.variant.initial_skip}, "
+        f"human-init actions {len(t.variant.init_actions)}, max steps {t.max_steps}, "
+        f"frame skip {spec.frame_skip} (action held {spec.action_steps})"
+    )
+    console.print(f"tags: {', '.join(spec.tags.types)}; {spec.tags.memory}; {spec.tags.dynamics}")
+    console.print(f"actions: {', '.join(t.action_names)}")
+    console.print(f"scoring ({spec.scoring.family}): {spec.scoring.description}")
+    console.print(f"pass: {spec.pass_rule.description}")
+    console.print(f"[bold]basic rules[/]: {spec.rules.basic}")
+    console.print(f"[bold]detailed rules[/]: {spec.rules.detailed}")
+    console.print(f"demo clips: {len(t.variant.demos)}")
+    _print_sources(t)
+    if png:
+        _save_start_frame(t, png)
+
+
+def _save_start_frame(t: TaskSpec, png: Path) -> None:
+    from PIL import Image
+
+    from vical.envs import make_env
+
+    env = make_env(t)
+    try:
+        frame = env.reset()
+    finally:
+        env.close()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(frame).save(png)
+    console.print(f"start frame ({frame.shape[1]}x{frame.shape[0]}) written to {png}")
+
+
+def _fmt_number(x: Any) -> str:
+    if isinstance(x, float) and x.is_integer():
+        return str(int(x))
+    if isinstance(x, dict):
+        return "{" + ", ".join(f"{k}: {_fmt_number(v)}" for k, v in x.items()) + "}"
+    return str(x)
+
+
+def _paper_sets(values: Iterable[Any]) -> str:
+    return ", ".join(str(v) for v in sorted(values))
+
+
+def number_sources(t: TaskSpec) -> list[tuple[str, str]]:
+    """(number, where it comes from) for every number `vical tasks show` prints."""
+    from vical.spec import _numeric_keys
+
+    spec, v = t.env, t.variant
+    pe = ENVS.get(spec.env)
+    rows: list[tuple[str, str]] = []
+
+    def table(name: str, value: Any, ok: bool, label: str, listed: Iterable[Any]) -> None:
+        if pe is None:
+            rows.append((f"{name} {value}", "not checked: no paper entry for this environment"))
+        elif ok:
+            rows.append((f"{name} {value}", f"paper: {label} ({pe.paper_id})"))
+        else:
+            rows.append(
+                (
+                    f"{name} {value}",
+                    f"ours: not among {label}'s values for {pe.paper_id} "
+                    f"({_paper_sets(listed) or 'none'})",
+                )
+            )
+
+    table("seed", v.seed, pe is not None and v.seed in pe.seeds, "Table 8", pe.seeds if pe else ())
+    skips = pe.initial_skips if pe else frozenset()
+    if pe is not None and v.initial_skip == 0:
+        note = (
+            f"none stored; Table 8 lists {_paper_sets(skips)} for other {pe.paper_id} tasks"
+            if skips
+            else f"paper: Table 8 (a dash: no initial skip for {pe.paper_id})"
+        )
+        rows.append(("initial skip 0", note))
+    else:
+        table("initial skip", v.initial_skip, v.initial_skip in skips, "Table 8", skips)
+    # Table 7: the budget is one of a set of values, frame skip and action steps one value
+    listed: Iterable[Any]
+    for name, value, listed in (
+        ("max steps", t.max_steps, pe.max_steps if pe else ()),
+        ("frame skip", spec.frame_skip, [pe.frame_skip] if pe else ()),
+        ("action steps", spec.action_steps, [pe.action_steps] if pe else ()),
+    ):
+        table(name, value, value in listed, "Table 7", listed)
+    own = v.targets
+    for name, target in t.targets.items():
+        where = "task target" if name in own else "scoring target"
+        rows.append((f"{where} {name} = {_fmt_number(target.value)}", target.provenance))
+    for rule_name, rule in (("scoring", spec.scoring), ("pass_rule", spec.pass_rule)):
+        for key in _numeric_keys(rule.params):
+            rows.append(
+                (
+                    f"{rule_name}.{key} = {_fmt_number(rule.params[key])}",
+                    rule.provenance.get(key, "MISSING"),
+                )
+            )
+    for key in _numeric_keys(v.params):
+        rows.append(
+            (f"task param {key} = {_fmt_number(v.params[key])}", v.provenance.get(key, "MISSING"))
+        )
+    return rows
+
+
+def _print_sources(t: TaskSpec) -> None:
+    """Where every printed number, the tags and the start sequence come from (80 columns)."""
+
+    def note(head: str, text: str) -> None:
+        for line in textwrap.wrap(
+            f"{head}: {' '.join(text.split())}",
+            width=80,
+            initial_indent="  ",
+            subsequent_indent="      ",
+            break_on_hyphens=False,
+        ):
+            say(line)
+
+    console.print("[bold]where the numbers come from[/]:")
+    for head, text in number_sources(t):
+        note(head, text)
+    note("tags", t.env.tags.provenance or "no provenance recorded yet")
+    if t.variant.init_actions:
+        note(f"init sequence ({len(t.variant.init_actions)} actions)", t.variant.init_source or "")
+    else:
+        note("init sequence", "none (the task starts at reset after the initial skip)")
+
+
+@tasks_app.command("sheet")
+def tasks_sheet(
+    env: str = typer.Option(..., "--env", help="Environment key, e.g. seaquest."),
+    out: Path = typer.Option(..., "--out", help="PNG file to write."),
+) -> None:
+    """Draw a contact sheet of every start frame of an environment's tasks, for review."""
+    from vical.authoring.sheet import start_sheet
+
+    tasks = select(env)
+    start_sheet(tasks, out)
+    console.print(f"{len(tasks)} start frames written to {out}")
+
+
+@tasks_app.command("make-init")
+def tasks_make_init(
+    env: str = typer.Option(..., "--env", help="Environment key with an init generator."),
+    check: bool = typer.Option(
+        False, "--check", help="Exit 1 if the stored sequences differ from a fresh run."
+    ),
+) -> None:
+    """Re-run an environment's human-init generator and print (or check) its sequences."""
+    from vical.authoring import init_generator
+
+    known = envs()
+    if env not in known:
+        fail(f"unknown environment {env!r}; known: {', '.join(known)}")
+    gen = init_generator(known[env])
+    if gen is None:
+        fail(f"{env} has no generate_init_actions(); its sequences are scripted in the YAML")
+    fresh = gen(known[env])
+    # sequences the paper spells out (init_source 'paper: ...') are data, not generator output
+    stored = {
+        t.variant: list(t.init_actions)
+        for t in known[env].tasks
+        if t.init_actions and not (t.init_source or "").startswith("paper:")
+    }
+    if check:
+        if fresh != stored:
+            diff = sorted(k for k in set(fresh) | set(stored) if fresh.get(k) != stored.get(k))
+            fail(f"{env}: stored sequences differ from the generator for {diff}", code=1)
+        console.print(f"{env}: {len(stored)} stored sequences match the generator")
+        return
+    sys.stdout.write(json.dumps(fresh, indent=1) + "\n")
