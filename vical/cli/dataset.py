@@ -31,7 +31,9 @@ def dataset_build(
     problems = verify_dataset(root)
     if problems:
         fail("; ".join(problems), code=1)
-    console.print(f"dataset written to {root}; load it with datasets.load_dataset('{root}')")
+    console.print(
+        f"dataset written to {root}; load it with datasets.load_dataset('{root}', split='test')"
+    )
 
 
 @dataset_app.command("verify")
