@@ -13,6 +13,14 @@ Tasks differ by seed (the heights of the pipe gaps come from the env's
 simulator draws from its own sprite sets. The pipes enter from the right edge
 only after a few frames, so the colours are what tells the start frames of
 different tasks apart.
+
+The simulator leaks state across resets: flappy-bird-gymnasium 0.4.0's
+``reset`` leaves the wing-animation cycle (``_player_idx_gen``) and the ground
+scroll (``_ground["x"]``) where the previous episode left them, so a second
+``reset(seed)`` of the same object draws a different start frame and steps
+differently. Every reset after the simulator's first therefore
+builds a fresh simulator, so each reset of one environment returns the task's
+start state exactly.
 """
 
 from __future__ import annotations
@@ -39,6 +47,10 @@ class FlappyAdapter(GymAdapter):
     """Pipes-passed score; no survival reward."""
 
     env: FlappyBirdEnv
+
+    # the upstream simulator keeps state across reset() (module docstring); a fresh
+    # one for every reset but the first costs 7 ms
+    rebuild_on_reset = True
 
     def start(self) -> None:
         self.pipes = EventCounter(target=self.task.target("pipes_target"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -18,11 +18,20 @@ class GymAdapter(Adapter):
     vical's own max-steps cap, and a native limit counted in primitive steps
     would cut episodes short under frame skip (MountainCar: 70 decisions x 3
     slots exceed its 200-step limit).
+
+    A subclass whose upstream package keeps state across ``reset()`` sets
+    ``rebuild_on_reset``: every reset after the simulator's first then builds a
+    fresh simulator, so each reset of one environment is a first reset. The old
+    simulator is dropped, not closed (a pygame-based close would quit pygame for
+    every environment in the process).
     """
+
+    rebuild_on_reset: ClassVar[bool] = False
 
     def __init__(self, task: TaskSpec):
         super().__init__(task)
         self.env = self.make_env()
+        self._fresh = True  # the simulator has not been reset yet
         self.obs: Any = None
         self.info: dict[str, Any] = {}
         self._frame: np.ndarray | None = None
@@ -34,6 +43,9 @@ class GymAdapter(Adapter):
         ).unwrapped
 
     def reset(self, seed: int) -> None:
+        if self.rebuild_on_reset and not self._fresh:
+            self.env = self.make_env()
+        self._fresh = False
         self.obs, self.info = self.env.reset(seed=seed)
         self._frame = None
         self.tracking = False
