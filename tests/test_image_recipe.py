@@ -72,18 +72,17 @@ def test_user_is_numeric_and_labels_are_declared():
     assert "io.vical.tasks-digest=" in text
 
 
+def _requirements(*extras: str) -> subprocess.CompletedProcess:
+    script, pyproject = ROOT / "docker" / "requirements.py", ROOT / "pyproject.toml"
+    return subprocess.run(
+        [sys.executable, str(script), str(pyproject), *extras], capture_output=True, text=True
+    )
+
+
 def test_dependency_list_is_the_all_extra_resolved_against_the_lock():
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "docker" / "requirements.py"),
-            str(ROOT / "pyproject.toml"),
-            "all",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    r = _requirements("all")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.split()
     names = {re.split(r"[<>=!\[;]", r, maxsplit=1)[0].lower().replace("_", "-") for r in out}
     locked = {
         ln.split("==")[0].lower().replace("_", "-")
@@ -97,16 +96,7 @@ def test_dependency_list_is_the_all_extra_resolved_against_the_lock():
 
 
 def test_requirements_script_names_an_unknown_extra():
-    r = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "docker" / "requirements.py"),
-            str(ROOT / "pyproject.toml"),
-            "everything",
-        ],
-        capture_output=True,
-        text=True,
-    )
+    r = _requirements("everything")
     assert r.returncode != 0 and "'everything'" in r.stderr and "all" in r.stderr
 
 
