@@ -53,8 +53,15 @@ Messages are kept in a provider-neutral form (:data:`Message`) whose media
 parts reference bytes by sha256. A backend turns them into its provider's
 request body (:meth:`ProtocolAgent.render_payload`, a pure function of the
 messages, the media and the settings, so a logged run can be re-rendered by
-:mod:`vical.agent.replay`) and sends it through its SDK
-(:meth:`ProtocolAgent.send`).
+:mod:`vical.agent.replay`; it is the backend's :meth:`~ProtocolAgent.assemble`
+around each message's :meth:`~ProtocolAgent.render_message`) and sends it
+through its SDK (:meth:`ProtocolAgent.send`). Within an episode the same body
+is made without redoing earlier turns (:meth:`ProtocolAgent.prepare`, see
+:mod:`vical.agent.bodies`): each message is rendered, serialised and hashed
+once, each media item base64-encoded once (:class:`MediaStore`) and each
+distinct live frame JPEG-encoded once, so a turn costs the same at turn 35 as
+at turn 2; the payload, its digest and the bytes sent are those of the
+whole-payload path.
 
 Records returned in ``Decision.records`` (one JSON line each in log.jsonl):
 
@@ -92,6 +99,8 @@ from PIL import Image
 
 from vical.agent import prompts
 from vical.agent.base import Agent, Decision, EpisodeContext, Observation
+from vical.agent.bodies import ConversationCache, PreparedRequest
+from vical.agent.bodies import payload_sha256 as payload_sha256  # re-exported
 from vical.agent.parse import parse_reply, split_think
 from vical.agent.redact import redact_text, redact_url, url_secrets
 from vical.errors import AgentConfigError
@@ -281,20 +290,27 @@ def data_url(data: bytes, mime: str) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, bytes):
-        return {"$bytes_b64": base64.b64encode(obj).decode("ascii")}
-    if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    return obj
+class MediaStore(dict[str, tuple[bytes, str]]):
+    """An episode's media by sha256, each item's base64 data URL made once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._urls: dict[str, str] = {}
+
+    def data_url(self, sha: str) -> str:
+        url = self._urls.get(sha)
+        if url is None:
+            data, mime = self[sha]
+            url = self._urls[sha] = data_url(data, mime)
+        return url
 
 
-def payload_sha256(payload: Mapping[str, Any]) -> str:
-    """sha256 of a request body in canonical JSON (bytes as base64)."""
-    text = json.dumps(_jsonable(payload), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+def media_data_url(media: Media, sha: str) -> str:
+    """The data URL of media item ``sha`` (from the store's memo for a :class:`MediaStore`)."""
+    if isinstance(media, MediaStore):
+        return media.data_url(sha)
+    data, mime = media[sha]
+    return data_url(data, mime)
 
 
 def looks_like_context_error(message: str, code: str | None = None) -> bool:
@@ -437,16 +453,46 @@ class ProtocolAgent(Agent):
         """Build the SDK client (the only place the key is used). The endpoint as
         given, credentials included, is ``self._raw_endpoint``."""
 
+    # the payload field that holds the conversation ("messages", "input", "contents")
+    conversation_field: ClassVar[str] = "messages"
+    # True: send_prepared sends the body bytes the protocol serialised (PreparedRequest.body);
+    # False: the SDK serialises the payload itself
+    sends_body: ClassVar[bool] = False
+
     @classmethod
     @abstractmethod
+    def render_message(cls, message: Message, media: Media) -> dict[str, Any]:
+        """One message as the provider's request body holds it. Pure: no SDK, no I/O."""
+
+    @classmethod
+    @abstractmethod
+    def assemble(cls, items: list[dict[str, Any]], settings: Mapping[str, Any]) -> dict[str, Any]:
+        """The request body around the rendered messages ``items``, which it holds
+        (that very list) under :attr:`conversation_field` unless an option replaces
+        it. Pure: no SDK, no I/O."""
+
+    @classmethod
     def render_payload(
         cls, messages: list[Message], media: Media, settings: Mapping[str, Any]
     ) -> dict[str, Any]:
         """The provider request body for a conversation. Pure: no SDK, no I/O."""
+        return cls.assemble([cls.render_message(m, media) for m in messages], settings)
 
     @abstractmethod
     def send(self, payload: dict[str, Any]) -> Reply:
         """Send one request through the SDK; raise :class:`ApiFailure` on failure."""
+
+    def send_prepared(self, request: PreparedRequest) -> Reply:
+        """Send a request of the episode (:meth:`send` of its payload unless the
+        backend sends the prepared bytes itself)."""
+        return self.send(request.payload)
+
+    def prepare(self, messages: list[Message]) -> PreparedRequest:
+        """The request for ``messages`` in this episode: the payload
+        :meth:`render_payload` gives, its :func:`payload_sha256` and, when the
+        backend :attr:`sends_body`, the bytes to send; each message is rendered,
+        serialised and hashed once per episode (:class:`ConversationCache`)."""
+        return self._bodies.prepare(messages, self.settings(), body=self.sends_body)
 
     # -- settings -----------------------------------------------------------------
     def settings(self) -> dict[str, Any]:
@@ -476,7 +522,11 @@ class ProtocolAgent(Agent):
         self._rng = random.Random(ctx.seed if self.seed is None else self.seed)
         self._history: list[Message] = []
         self._logged = 0  # messages already covered by a request record
-        self._media: dict[str, tuple[bytes, str]] = {}
+        self._media = MediaStore()
+        self._bodies = ConversationCache(
+            lambda m: self.render_message(m, self._media), self.assemble, self.conversation_field
+        )
+        self._frame_parts: dict[str, Part] = {}  # raw frame sha256 -> its JPEG part
         self._emitted: set[str] = set()
         self._requests = 0
         self._turn = 0
@@ -564,8 +614,8 @@ class ProtocolAgent(Agent):
         usage: dict[str, int],
     ) -> tuple[Reply | None, FailureMode | None, int]:
         messages = [*self._history, *pending]
-        payload = self.render_payload(messages, self._media, self.settings())
-        digest = payload_sha256(payload)
+        request = self.prepare(messages)
+        digest = request.sha256
         appended = messages[self._logged :]
         self._logged = len(messages)
         for attempt in range(self.transport_retries + 1):
@@ -586,7 +636,7 @@ class ProtocolAgent(Agent):
                     records[-1]["rate_limit_wait_s"] = round(waited, 4)
             t0 = time.perf_counter()
             try:
-                reply = self.send(payload)
+                reply = self.send_prepared(request)
             except ApiFailure as e:
                 latency = time.perf_counter() - t0
                 rec: dict[str, Any] = {
@@ -791,8 +841,14 @@ class ProtocolAgent(Agent):
         self._media.setdefault(sha, (data, mime))
         return {"type": kind, "sha256": sha, "mime": mime}
 
-    def _frame_part(self, frame: npt.NDArray[np.uint8]) -> Part:
-        return self._add_media(encode_jpeg(frame), "image/jpeg", "image")
+    def _frame_part(self, frame: npt.NDArray[np.uint8], frame_sha256: str) -> Part:
+        """A live frame as a JPEG part, encoded once per episode per distinct frame."""
+        part = self._frame_parts.get(frame_sha256)
+        if part is None:
+            part = self._frame_parts[frame_sha256] = self._add_media(
+                encode_jpeg(frame), "image/jpeg", "image"
+            )
+        return dict(part)
 
     @staticmethod
     def _demo_summary(demo: Any) -> dict[str, Any]:
@@ -819,7 +875,7 @@ class ProtocolAgent(Agent):
                 parts.append({"type": "text", "text": prompts.demo_frames_intro(i, len(frames))})
                 parts.extend(self._add_media(f, "image/jpeg", "image") for f in frames)
         parts.append({"type": "text", "text": prompts.start_frame_text()})
-        parts.append(self._frame_part(obs.frame))
+        parts.append(self._frame_part(obs.frame, obs.frame_sha256))
         parts.append({"type": "text", "text": prompts.answer_contract(ctx.action_names)})
         return {"role": "user", "content": parts}
 
@@ -829,7 +885,7 @@ class ProtocolAgent(Agent):
             "role": "user",
             "content": [
                 {"type": "text", "text": prompts.next_turn_text(obs.previous_action)},
-                self._frame_part(obs.frame),
+                self._frame_part(obs.frame, obs.frame_sha256),
                 {"type": "text", "text": prompts.next_turn_reminder()},
             ],
         }

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from vical.agent.base import _MODULES, _REGISTRY
-from vical.agent.protocol import Message, ProtocolAgent, payload_sha256
+from vical.agent.bodies import payload_sha256
+from vical.agent.protocol import Message, ProtocolAgent
 
 
 class ReplayError(ValueError):

@@ -53,19 +53,15 @@ def render_options(
 # -- messages ------------------------------------------------------------------------
 
 
-def render_messages(
-    messages: list[Message], render_part: Callable[[Mapping[str, Any]], dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """OpenAI-style ``{"role", "content"}`` messages: an earlier reply goes back as its
-    final text, any other message as its parts, each rendered by ``render_part``."""
-    rendered: list[dict[str, Any]] = []
-    for m in messages:
-        if m["role"] == "assistant":
-            text = "".join(p["text"] for p in m["content"] if p["type"] == "text")
-            rendered.append({"role": "assistant", "content": text})
-        else:
-            rendered.append({"role": m["role"], "content": [render_part(p) for p in m["content"]]})
-    return rendered
+def render_message(
+    message: Message, render_part: Callable[[Mapping[str, Any]], dict[str, Any]]
+) -> dict[str, Any]:
+    """An OpenAI-style ``{"role", "content"}`` message: an earlier reply goes back as
+    its final text, any other message as its parts, each rendered by ``render_part``."""
+    if message["role"] == "assistant":
+        text = "".join(p["text"] for p in message["content"] if p["type"] == "text")
+        return {"role": "assistant", "content": text}
+    return {"role": message["role"], "content": [render_part(p) for p in message["content"]]}
 
 
 def request_body(

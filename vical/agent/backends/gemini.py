@@ -126,23 +126,24 @@ class GeminiAgent(ProtocolAgent):
             http["timeout"] = int(self.request_timeout * 1000)  # milliseconds
         return genai.Client(api_key=api_key, http_options=types.HttpOptions(**http))
 
+    conversation_field = "contents"
+
     @classmethod
-    def render_payload(
-        cls, messages: list[Message], media: Media, settings: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        contents = []
-        for m in messages:
-            parts: list[dict[str, Any]] = []
-            for p in m["content"]:
-                if p["type"] == "text":
-                    parts.append({"text": p["text"]})
-                else:
-                    data, mime = media[p["sha256"]]
-                    parts.append({"inline_data": {"mime_type": mime, "data": data}})
-            role = "model" if m["role"] == "assistant" else "user"
-            contents.append({"role": role, "parts": parts})
+    def render_message(cls, message: Message, media: Media) -> dict[str, Any]:
+        parts: list[dict[str, Any]] = []
+        for p in message["content"]:
+            if p["type"] == "text":
+                parts.append({"text": p["text"]})
+            else:
+                data, mime = media[p["sha256"]]
+                parts.append({"inline_data": {"mime_type": mime, "data": data}})
+        role = "model" if message["role"] == "assistant" else "user"
+        return {"role": role, "parts": parts}
+
+    @classmethod
+    def assemble(cls, items: list[dict[str, Any]], settings: Mapping[str, Any]) -> dict[str, Any]:
         config = render_options(settings, max_tokens="max_output_tokens", reasoning=_thinking)
-        payload: dict[str, Any] = {"model": settings["model"], "contents": contents}
+        payload: dict[str, Any] = {"model": settings["model"], "contents": items}
         if config:
             payload["config"] = config
         if settings.get("extra_body"):

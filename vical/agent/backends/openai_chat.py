@@ -13,8 +13,11 @@ for ``max_tokens`` on servers that predate ``max_completion_tokens``, for
 the protocol retries. Visible reasoning is read from ``reasoning_content``
 (vLLM, SGLang, DeepSeek) or ``reasoning`` (OpenRouter, Ollama) on the message.
 
-Requests go through the SDK's ``with_raw_response`` so that the body of a
-status-200 reply can be checked before the SDK reads it: a body that is not
+Requests go through the SDK client's ``post`` with the body already
+serialised (:func:`post_openai`): the bytes are the ones the SDK's ``create``
+would send for the same payload, but each message is serialised once per
+episode instead of the SDK walking the whole conversation on every turn. The
+raw reply is checked before the SDK reads it: a status-200 body that is not
 UTF-8, not JSON, not an object or has no ``choices`` (the SDK would return a
 plain string, ``None`` or an empty model, or raise ``JSONDecodeError``) is a
 retryable ``malformed_reply`` failure, never the model's answer.
@@ -28,13 +31,14 @@ from typing import Any, ClassVar
 
 from vical.agent.backends._common import (
     effort_field,
-    render_messages,
+    render_message,
     render_options,
     request_body,
     status_failure,
     transport_failure,
 )
 from vical.agent.base import register_agent
+from vical.agent.bodies import PreparedRequest, compact_json
 from vical.agent.protocol import (
     CONNECTION,
     FATAL,
@@ -45,9 +49,9 @@ from vical.agent.protocol import (
     ProtocolAgent,
     Reply,
     check_json_body,
-    data_url,
     describe_body,
     malformed_reply,
+    media_data_url,
     parse_retry_after,
 )
 from vical.errors import import_optional
@@ -98,20 +102,26 @@ def make_openai_client(agent: ProtocolAgent, api_key: str) -> Any:
     return openai.OpenAI(**kwargs)
 
 
-def call_openai(create: Any, needs: str, payload: Mapping[str, Any], field: str) -> Any:
-    """Send ``payload`` through an SDK ``with_raw_response`` method; the parsed reply.
+def post_openai(client: Any, path: str, cast_to: type, body: bytes, needs: str) -> Any:
+    """POST the JSON ``body`` to ``path`` through the SDK client; the parsed reply.
 
-    ``model`` and ``field`` (the conversation: ``messages``, ``input``) go as
-    the method's own arguments, every other field of the payload in
-    ``extra_body``. SDK and transport errors become :class:`ApiFailure`; a
+    The bytes go as the SDK's ``content``, sent as they are: the SDK neither
+    walks nor re-serialises the conversation, which it would do on every turn
+    through ``create``. Headers, authentication and timeout are the ones
+    ``create`` uses (bearer authentication, the raw-response header, the
+    client's timeout), and ``body`` is what ``create`` would send for the same
+    payload (:func:`vical.agent.bodies.compact_json`), so the request is the
+    same on the wire. SDK and transport errors become :class:`ApiFailure`; a
     status-200 body that is not a JSON object holding the field ``needs``
     becomes a ``malformed_reply`` failure instead of a string, ``None`` or an
     exception from deep inside the SDK.
     """
-    kwargs: dict[str, Any] = {"model": payload["model"], field: payload[field]}
-    extra = {k: v for k, v in payload.items() if k not in kwargs}
+    openai_sdk()
+    from openai._constants import RAW_RESPONSE_HEADER
+
+    options = {"headers": {RAW_RESPONSE_HEADER: "true"}, "security": {"bearer_auth": True}}
     try:
-        raw = create(**kwargs, extra_body=extra or None)
+        raw = client.post(path, cast_to=cast_to, content=body, options=options)
     except Exception as e:
         failure = openai_failure(e)
         if failure is None:
@@ -162,6 +172,10 @@ class OpenAIChatAgent(ProtocolAgent):
     max_tokens_field = "max_completion_tokens"
     api_label = "an OpenAI chat completions"
 
+    conversation_field = "messages"
+    sends_body = True
+    api_path = "/chat/completions"
+
     def make_client(self, api_key: str) -> Any:
         return make_openai_client(self, api_key)
 
@@ -171,9 +185,11 @@ class OpenAIChatAgent(ProtocolAgent):
         kind = part["type"]
         if kind == "text":
             return {"type": "text", "text": part["text"]}
-        data, mime = media[part["sha256"]]
         if kind == "image":
-            return {"type": "image_url", "image_url": {"url": data_url(data, mime)}}
+            return {
+                "type": "image_url",
+                "image_url": {"url": media_data_url(media, part["sha256"])},
+            }
         raise ValueError(f"backend {cls.name} cannot send a {kind} part")
 
     @classmethod
@@ -188,16 +204,25 @@ class OpenAIChatAgent(ProtocolAgent):
         )
 
     @classmethod
-    def render_payload(
-        cls, messages: list[Message], media: Media, settings: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        rendered = render_messages(messages, lambda p: cls.render_part(p, media))
-        return request_body(settings, "messages", rendered, cls.render_options(settings))
+    def render_message(cls, message: Message, media: Media) -> dict[str, Any]:
+        return render_message(message, lambda p: cls.render_part(p, media))
+
+    @classmethod
+    def assemble(cls, items: list[dict[str, Any]], settings: Mapping[str, Any]) -> dict[str, Any]:
+        return request_body(settings, "messages", items, cls.render_options(settings))
 
     # -- sending ------------------------------------------------------------------
     def send(self, payload: dict[str, Any]) -> Reply:
-        create = self._client.chat.completions.with_raw_response.create
-        resp = call_openai(create, "choices", payload, "messages")
+        return self._post(compact_json(payload))
+
+    def send_prepared(self, request: PreparedRequest) -> Reply:
+        return self._post(
+            request.body if request.body is not None else compact_json(request.payload)
+        )
+
+    def _post(self, body: bytes) -> Reply:
+        types = openai_sdk().types
+        resp = post_openai(self._client, self.api_path, types.chat.ChatCompletion, body, "choices")
         choices = getattr(resp, "choices", None)
         if not isinstance(choices, list):
             raise malformed_reply(f"'choices' is {type(choices).__name__}, not a list")

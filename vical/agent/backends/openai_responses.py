@@ -9,7 +9,8 @@ set, then ``extra_body`` merged on top. Visible reasoning is the text of
 ``reasoning`` output items (their summaries, or their content where a server
 returns it). A status-200 body that is not a JSON object with an ``output``
 field is a retryable ``malformed_reply`` failure (see
-:func:`vical.agent.backends.openai_chat.call_openai`).
+:func:`vical.agent.backends.openai_chat.post_openai`, which also sends the
+body serialised once per message instead of through the SDK's ``create``).
 """
 
 from __future__ import annotations
@@ -19,13 +20,21 @@ from typing import Any
 
 from vical.agent.backends._common import (
     effort_object,
-    render_messages,
+    render_message,
     render_options,
     request_body,
 )
-from vical.agent.backends.openai_chat import call_openai, make_openai_client
+from vical.agent.backends.openai_chat import make_openai_client, openai_sdk, post_openai
 from vical.agent.base import register_agent
-from vical.agent.protocol import Media, Message, ProtocolAgent, Reply, data_url, malformed_reply
+from vical.agent.bodies import PreparedRequest, compact_json
+from vical.agent.protocol import (
+    Media,
+    Message,
+    ProtocolAgent,
+    Reply,
+    malformed_reply,
+    media_data_url,
+)
 
 
 def _usage_from(u: Any) -> dict[str, int]:
@@ -53,6 +62,8 @@ class OpenAIResponsesAgent(ProtocolAgent):
     default_endpoint = None
     demo_transport = "frames"
     api_label = "an OpenAI Responses API"
+    conversation_field = "input"
+    sends_body = True
 
     def make_client(self, api_key: str) -> Any:
         return make_openai_client(self, api_key)
@@ -62,22 +73,29 @@ class OpenAIResponsesAgent(ProtocolAgent):
         if part["type"] == "text":
             return {"type": "input_text", "text": part["text"]}
         if part["type"] == "image":
-            data, mime = media[part["sha256"]]
-            return {"type": "input_image", "image_url": data_url(data, mime)}
+            return {"type": "input_image", "image_url": media_data_url(media, part["sha256"])}
         raise ValueError(f"backend {cls.name} cannot send a {part['type']} part")
 
     @classmethod
-    def render_payload(
-        cls, messages: list[Message], media: Media, settings: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        items = render_messages(messages, lambda p: cls.render_part(p, media))
+    def render_message(cls, message: Message, media: Media) -> dict[str, Any]:
+        return render_message(message, lambda p: cls.render_part(p, media))
+
+    @classmethod
+    def assemble(cls, items: list[dict[str, Any]], settings: Mapping[str, Any]) -> dict[str, Any]:
         options = render_options(settings, max_tokens="max_output_tokens", reasoning=effort_object)
         return request_body(settings, "input", items, options)
 
     def send(self, payload: dict[str, Any]) -> Reply:
-        resp = call_openai(
-            self._client.responses.with_raw_response.create, "output", payload, "input"
+        return self._post(compact_json(payload))
+
+    def send_prepared(self, request: PreparedRequest) -> Reply:
+        return self._post(
+            request.body if request.body is not None else compact_json(request.payload)
         )
+
+    def _post(self, body: bytes) -> Reply:
+        types = openai_sdk().types
+        resp = post_openai(self._client, "/responses", types.responses.Response, body, "output")
         output = getattr(resp, "output", None)
         if not isinstance(output, list):
             raise malformed_reply(f"'output' is {type(output).__name__}, not a list")

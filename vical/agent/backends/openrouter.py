@@ -19,7 +19,7 @@ from typing import Any
 from vical.agent.backends._common import effort_object
 from vical.agent.backends.openai_chat import OpenAIChatAgent
 from vical.agent.base import register_agent
-from vical.agent.protocol import Media, data_url
+from vical.agent.protocol import Media, media_data_url
 
 
 @register_agent("openrouter")
@@ -34,8 +34,10 @@ class OpenRouterAgent(OpenAIChatAgent):
     @classmethod
     def render_part(cls, part: Mapping[str, Any], media: Media) -> dict[str, Any]:
         if part["type"] == "video":
-            data, mime = media[part["sha256"]]
-            return {"type": "video_url", "video_url": {"url": data_url(data, mime)}}
+            return {
+                "type": "video_url",
+                "video_url": {"url": media_data_url(media, part["sha256"])},
+            }
         return super().render_part(part, media)
 
     @classmethod
