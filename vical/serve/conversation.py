@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import re
 from dataclasses import dataclass, field
@@ -32,6 +33,18 @@ def decode_base64(text: str, what: str) -> bytes:
         return _b64decode(text)
     except ValueError as e:
         raise BadRequest(f"{what} is not valid base64: {e}") from e
+
+
+@functools.lru_cache(maxsize=1024)
+def _image_size(data: bytes) -> tuple[int, int]:
+    """Decode an image fully (a payload that is not one is refused) and give its size.
+
+    Every request of an episode carries the whole conversation again, so the same
+    frames arrive turn after turn: each distinct image is decoded once (failures are
+    not cached, so a bad image is refused every time)."""
+    with Image.open(io.BytesIO(data)) as im:
+        im.load()
+        return im.size
 
 
 @dataclass
@@ -64,9 +77,7 @@ class Conversation:
     def add_media(self, mime: str, data: bytes) -> None:
         if mime.startswith("image/"):
             try:
-                with Image.open(io.BytesIO(data)) as im:
-                    im.load()
-                    self.image_sizes.append(im.size)
+                self.image_sizes.append(_image_size(data))
             except Exception as e:
                 raise BadRequest(f"image {len(self.images) + 1} could not be decoded: {e}") from e
             self.images.append(data)
