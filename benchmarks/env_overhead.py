@@ -5,14 +5,20 @@ decisions twice:
 
 * raw: the simulator object the adapter wraps (a Gymnasium env for every
   Gymnasium-registered family, the ALE env, ...), stepped ``frame_skip`` times
-  per decision with native actions and rendered once per decision, resetting
-  when an episode ends;
+  per decision with native actions (``unit_steps`` simulator steps per slot
+  where the adapter plays several, as Tennis does) and rendered once per
+  decision, resetting when an episode ends;
 * vical: ``VicalEnv.step`` with canonical names (frame skip, NOOP fill,
-  scoring, life-loss checks, a sha256 of every frame).
+  scoring, life-loss checks, a sha256 of every frame), resetting to the task's
+  start state when an episode ends (its own ending rules and life-loss
+  termination end episodes more often than the raw game does).
 
-It prints both rates and their ratio (vical / raw; 1.0 means no overhead).
+It prints both rates, the number of resets each column made inside the timed
+loop (resets are part of the cost: a vical reset restores the start state saved
+by an earlier one, a raw reset seeds the simulator again) and the ratio of the
+rates (vical / raw; 1.0 means no overhead). With ``VICAL_REPLAY_STARTS=1`` in
+the environment every vical reset replays the start instead (the slow path).
 Usage: ``python benchmarks/env_overhead.py [--decisions 300] [--envs taxi,pong]``.
-For trustworthy numbers run it under ``farm-bench``.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from vical.envs import make_env
 from vical.spec import load_envs, select_tasks
 
 
-def raw_rate(task, n: int) -> float:
+def raw_rate(task, n: int) -> tuple[float, int]:
     env = make_env(task)
     env.reset()
     adapter = env.adapter
@@ -37,13 +43,15 @@ def raw_rate(task, n: int) -> float:
     rng = random.Random(0)
     to_native = getattr(adapter, "native_index", lambda a: a)
     natives = [to_native(a) for a in natives]
+    units = int(getattr(adapter, "unit_steps", 1))
     if sim is not None and hasattr(sim, "step"):
 
         def reset():
             sim.reset(seed=task.variant.seed)
 
         def step(a):
-            return bool(sim.step(a)[2])
+            # stops at the first step that ends the episode (any() short-circuits)
+            return any(sim.step(a)[2] for _ in range(units))
 
         render = sim.render
     else:  # no Gymnasium object behind the adapter: its own primitive step is the floor
@@ -58,6 +66,7 @@ def raw_rate(task, n: int) -> float:
     reset()
     t0 = time.perf_counter()
     done_steps = 0
+    resets = 0
     for _ in range(n):
         a = rng.choice(natives)
         ended = False
@@ -69,24 +78,27 @@ def raw_rate(task, n: int) -> float:
         done_steps += 1
         if ended:
             reset()
+            resets += 1
     dt = time.perf_counter() - t0
     env.close()
-    return done_steps / dt
+    return done_steps / dt, resets
 
 
-def vical_rate(task, n: int) -> float:
+def vical_rate(task, n: int) -> tuple[float, int]:
     env = make_env(task)
     rng = random.Random(0)
     names = task.action_names
     env.reset()
     t0 = time.perf_counter()
+    resets = 0
     for _ in range(n):
         if env.done:
             env.reset()
+            resets += 1
         env.step(rng.choice(names))
     dt = time.perf_counter() - t0
     env.close()
-    return n / dt
+    return n / dt, resets
 
 
 def main() -> None:
@@ -95,12 +107,18 @@ def main() -> None:
     ap.add_argument("--envs", default=None, help="comma-separated environment keys")
     args = ap.parse_args()
     keys = args.envs.split(",") if args.envs else sorted(load_envs())
-    print(f"{'environment':16s} {'raw dec/s':>10s} {'vical dec/s':>12s} {'ratio':>6s}")
+    print(
+        f"{'environment':16s} {'raw dec/s':>10s} {'resets':>6s} "
+        f"{'vical dec/s':>12s} {'resets':>6s} {'ratio':>6s}"
+    )
     for key in keys:
         task = next(t for t in select_tasks(key) if t.variant.kind == "base")
-        raw = raw_rate(task, args.decisions)
-        viv = vical_rate(task, args.decisions)
-        print(f"{key:16s} {raw:10.1f} {viv:12.1f} {viv / raw:6.2f}", flush=True)
+        raw, raw_resets = raw_rate(task, args.decisions)
+        viv, viv_resets = vical_rate(task, args.decisions)
+        print(
+            f"{key:16s} {raw:10.1f} {raw_resets:6d} {viv:12.1f} {viv_resets:6d} {viv / raw:6.2f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -15,8 +15,10 @@ has one, is the environment's adapter (for any family). The authoring tools
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import os
+from collections import deque
 from types import ModuleType
 
 # Simulators draw off-screen: without these SDL (pygame, used by the Toy Text,
@@ -26,7 +28,15 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
 from vical.envs.checks import check_adapter_actions, check_simulator
-from vical.envs.core import Adapter, InvalidActionError, Step, VicalEnv, frame_sha256
+from vical.envs.core import (
+    Adapter,
+    InvalidActionError,
+    Step,
+    VicalEnv,
+    frame_sha256,
+    reusable,
+    start_snapshots_enabled,
+)
 from vical.spec import EnvSpec, TaskSpec, TaskSpecError, get_task
 
 # family key (EnvSpec.family) -> module under vical.envs exposing make_adapter(task)
@@ -102,11 +112,58 @@ def make_adapter(task: TaskSpec) -> Adapter:
     return adapter
 
 
+# Simulators handed back by closed environments, newest last, for the next
+# make_env of the same task in this process: (task, game packages, adapter).
+# Only adapters whose next reset restores the whole start state (a saved start
+# snapshot, or one played start still to be checked) are kept: whatever the last
+# episode left behind is then overwritten.
+_IDLE: deque[tuple[TaskSpec, tuple[str, ...], Adapter]] = deque()
+IDLE_SIMULATORS = 8  # at most this many idle simulators per process, oldest closed first
+
+
+def _take_idle(task: TaskSpec) -> Adapter | None:
+    packages = tuple(game_packages())
+    for entry in reversed(_IDLE):
+        if entry[0] == task and entry[1] == packages:
+            _IDLE.remove(entry)
+            return entry[2]
+    return None
+
+
+def _release(task: TaskSpec, packages: tuple[str, ...], adapter: Adapter) -> None:
+    if not start_snapshots_enabled() or not reusable(adapter):
+        adapter.close()
+        return
+    _IDLE.append((task, packages, adapter))
+    while len(_IDLE) > IDLE_SIMULATORS:
+        _IDLE.popleft()[2].close()
+
+
+@atexit.register
+def close_idle() -> None:
+    """Close every idle simulator kept for reuse (also run at interpreter exit)."""
+    while _IDLE:
+        _IDLE.popleft()[2].close()
+
+
 def make_env(task: TaskSpec | str) -> VicalEnv:
-    """Build the environment of a task (a TaskSpec or an id such as ``taxi/state1``)."""
+    """Build the environment of a task (a TaskSpec or an id such as ``taxi/state1``).
+
+    Closing the environment hands its simulator back to this process: the next
+    ``make_env`` of an equal task reuses it, and its first reset restores the
+    start state saved by the simulator's first reset (see :mod:`vical.envs.core`)
+    instead of building a new simulator and replaying the start.
+    """
     if isinstance(task, str):
         task = get_task(task)
-    return VicalEnv(task, make_adapter(task))
+    packages = tuple(game_packages())
+    adapter = _take_idle(task) if start_snapshots_enabled() else None
+    if adapter is None:
+        adapter = make_adapter(task)
+    spec = task
+    return VicalEnv(
+        task, adapter, release=lambda a: _release(spec, packages, a), save_first_start=True
+    )
 
 
 __all__ = [
@@ -114,6 +171,7 @@ __all__ = [
     "InvalidActionError",
     "Step",
     "VicalEnv",
+    "close_idle",
     "env_module",
     "frame_sha256",
     "game_module",

@@ -13,15 +13,24 @@ once, here: the runtime, the human-init replay and the authoring tools' search
 simulators all go through it. :meth:`VicalEnv.snapshot` / :meth:`VicalEnv.restore`
 save and restore the whole environment (adapters supply the simulator part)
 and :meth:`VicalEnv.replay` plays a list of decisions from the start.
+
+Start states are played once per simulator instance: a reset plays the seed,
+the initial skip and the human-init actions and, when the adapter's snapshot
+proves exact there, saves that state (before the scoring state begins) with its
+frame; every later reset of that adapter restores it instead of replaying
+(:func:`start_state`). Environments from ``make_env`` save at their simulator's
+first reset, others at the second. ``VICAL_REPLAY_STARTS=1`` turns this off.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
+import os
 import random
+import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,7 +193,8 @@ def _share_memo(obj: Any, memo: dict[int, Any], depth: int = 0, seen: set[int] |
     if id(obj) in seen or depth > 5:
         return
     seen.add(id(obj))
-    if (type(obj).__module__ or "").startswith("pygame"):
+    # pygame objects and subclasses of them (highway-env's WorldSurface) are shared
+    if any((c.__module__ or "").startswith("pygame") for c in type(obj).__mro__):
         memo[id(obj)] = obj
         return
     if isinstance(obj, list | tuple | set | frozenset):
@@ -220,6 +230,46 @@ class Snapshot:
     fields: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class StartState:
+    """An adapter's saved start state: its native snapshot, taken after the seed, the
+    initial skip and the human-init actions and after the start frame was drawn,
+    before ``begin``; and that frame (a restored emulator need not redraw its screen)."""
+
+    native: Any
+    frame: np.ndarray
+
+
+# What each adapter instance knows of its start: absent before its first reset;
+# _PLAYED after one replayed start; a StartState once a saving reset proved the
+# snapshot exact there; _REPLAY when it did not (those adapters replay every
+# start). Weak keys: a dropped adapter takes its start with it.
+_PLAYED = "played"
+_REPLAY = "replay"
+_STARTS: weakref.WeakKeyDictionary[Adapter, StartState | str] = weakref.WeakKeyDictionary()
+
+# set to 1 to replay every start (the path taken before start snapshots existed)
+REPLAY_STARTS_VAR = "VICAL_REPLAY_STARTS"
+
+
+def start_snapshots_enabled() -> bool:
+    """False when ``$VICAL_REPLAY_STARTS`` asks for every start to be replayed."""
+    return os.environ.get(REPLAY_STARTS_VAR, "").strip().lower() not in ("1", "true", "yes")
+
+
+def start_state(adapter: Adapter) -> StartState | None:
+    """The adapter's saved start state, None while it has none."""
+    known = _STARTS.get(adapter)
+    return known if isinstance(known, StartState) else None
+
+
+def reusable(adapter: Adapter) -> bool:
+    """Whether a later reset brings the adapter back to its start whatever it went through:
+    it has a saved start state or has played one start and not failed the snapshot check."""
+    known = _STARTS.get(adapter)
+    return isinstance(known, StartState) or known == _PLAYED
+
+
 # one decision as recorded for replay: (action, started, lives watched, frame drawn after it).
 # Drawing is part of the record because some simulators' renderers keep state
 # (Flappy Bird's wing animation advances per drawn frame).
@@ -229,9 +279,22 @@ _Decision = tuple[str, bool, bool | None, bool]
 class VicalEnv:
     """A vical task as an environment: canonical actions in, frames out."""
 
-    def __init__(self, task: TaskSpec, adapter: Adapter):
+    def __init__(
+        self,
+        task: TaskSpec,
+        adapter: Adapter,
+        release: Callable[[Adapter], None] | None = None,
+        save_first_start: bool = False,
+    ):
+        """``release``: called with the adapter by :meth:`close` instead of closing it
+        (:func:`vical.envs.make_env` hands its adapters back to a per-process pool).
+        ``save_first_start``: save the start state at the simulator's first reset
+        rather than its second (worth it when the simulator will be reset again)."""
         self.task = task
         self.adapter = adapter
+        self._release = release
+        self._save_first_start = save_first_start
+        self._closed = False
         spec = task.env
         self.actions: dict[str, Any] = dict(spec.actions)
         self.noop = spec.noop
@@ -260,6 +323,39 @@ class VicalEnv:
         and decisions are taken with :meth:`decide` (``started=False``), as the
         authoring tools' search simulators do.
         """
+        if self._closed and self._release is not None:
+            raise RuntimeError(
+                f"{self.task.id}: this environment was closed and its simulator handed on; "
+                "make a new one with vical.envs.make_env"
+            )
+        known = _STARTS.get(self.adapter) if start_snapshots_enabled() else _REPLAY
+        frame: np.ndarray | None = None
+        if isinstance(known, StartState):
+            # a saved start: the simulator state as the replay left it, its frame drawn
+            self.adapter.restore(known.native)
+            frame = known.frame.copy()
+        elif known == _PLAYED or (known is None and self._save_first_start):
+            # replay the start and save it if the snapshot proves exact there
+            self._play_start()
+            frame = self._checked_frame()
+            native = self._start_snapshot()
+            _STARTS[self.adapter] = _REPLAY if native is None else StartState(native, frame.copy())
+        else:
+            self._play_start()
+            if known is None:
+                _STARTS[self.adapter] = _PLAYED
+        if begin:
+            self.adapter.begin()
+        self._begun = begin
+        self._history = []
+        self.steps = 0
+        self.done = False
+        self.outcome = None
+        self._frame = self._checked_frame() if frame is None else frame
+        return self._frame
+
+    def _play_start(self) -> None:
+        """Seed the simulator, skip the initial frames and replay the human-init actions."""
         v = self.task.variant
         self.adapter.reset(v.seed)
         for i in range(v.initial_skip):
@@ -271,15 +367,6 @@ class VicalEnv:
                 raise RuntimeError(
                     f"{self.task.id}: episode ended during human-init action {j} ({name})"
                 )
-        if begin:
-            self.adapter.begin()
-        self._begun = begin
-        self._history = []
-        self.steps = 0
-        self.done = False
-        self.outcome = None
-        self._frame = self._checked_frame()
-        return self._frame
 
     # -- decisions ---------------------------------------------------------
     def decide(
@@ -444,6 +531,50 @@ class VicalEnv:
         self._history = history
         return ok
 
+    def _start_snapshot(self) -> Any:
+        """The adapter's snapshot of the start state just played and drawn, if it proves
+        exact there, else None; either way the simulator is then left in that state,
+        replayed (so that it stands exactly as after a reset without snapshots).
+
+        Two seeded probes of eight decisions (taken as the human-init replay takes
+        them) must each see the same frames, rewards and endings twice: the first
+        from the live state and from the restored snapshot, the second from the
+        restored snapshot and from a replayed start. A restore that missed part of
+        the state would have to leave both probes unchanged to pass.
+        """
+        rng = random.Random(f"start|{self.task.id}")
+        names = list(self.actions)
+        probes = [[rng.choice(names) for _ in range(8)] for _ in range(2)]
+
+        def run(probe: list[str]) -> list[tuple]:
+            out = []
+            for a in probe:
+                o = self.decide(a, started=False, record=False)
+                out.append((frame_sha256(self.adapter.frame()), o))
+                if o.ending is not None or o.life_lost:
+                    break
+            return out
+
+        def replayed() -> None:
+            self._play_start()
+            self.adapter.frame()  # the start state includes its drawn frame
+
+        native: Any = None
+        try:
+            native = self.adapter.snapshot()
+            live = run(probes[0])
+            self.adapter.restore(native)
+            ok = run(probes[0]) == live
+            if ok:
+                self.adapter.restore(native)
+                restored = run(probes[1])
+                replayed()
+                ok = run(probes[1]) == restored
+        except Exception:  # a snapshot that cannot run here is simply not used
+            ok = False
+        replayed()
+        return native if ok else None
+
     # -- reading -----------------------------------------------------------
     def _checked_frame(self) -> np.ndarray:
         f = self.adapter.frame()
@@ -473,7 +604,15 @@ class VicalEnv:
         return self.adapter.progress()
 
     def close(self) -> None:
-        self.adapter.close()
+        """Close the simulator, or hand it to the ``release`` callback given at construction."""
+        if self._closed:
+            return
+        self._closed = True
+        self.done = True
+        if self._release is not None:
+            self._release(self.adapter)
+        else:
+            self.adapter.close()
 
     def __enter__(self) -> VicalEnv:
         return self

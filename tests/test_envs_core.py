@@ -1,0 +1,188 @@
+"""Start states restored from a snapshot equal start states replayed, for every task.
+
+A simulator's first reset plays the seed, the initial skip and the human-init
+actions (an environment from ``make_env`` then saves the state when the
+adapter's snapshot proves exact; one built directly saves it at its second
+reset); every later reset restores that state. ``make_env`` hands
+a closed environment's simulator to the next environment of the same task.
+These tests compare each path with a fresh simulator's replayed start: the
+start frame, score, pass flag, progress and lives, and the frames and scores of
+a fixed sequence of decisions afterwards, with whole episodes played between
+resets (a restore must undo everything they changed).
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from conftest import ALL_TASKS, task_params
+
+from vical.envs import close_idle, make_adapter, make_env
+from vical.envs.core import REPLAY_STARTS_VAR, VicalEnv, frame_sha256, reusable, start_state
+
+N_ACTIONS = 10
+
+
+def fixed_actions(task, salt: str) -> list[str]:
+    rng = random.Random(f"{task.id}|{salt}")
+    return [rng.choice(task.action_names) for _ in range(N_ACTIONS)]
+
+
+def observe(env: VicalEnv, actions: list[str]) -> list[tuple]:
+    """Reset, then the fixed decisions: what a run of the task records."""
+    frame = env.reset()
+    lives = env.adapter.lives()
+    out: list[tuple] = [
+        ("start", frame_sha256(frame), env.score(), env.passed(), env.progress(), lives)
+    ]
+    assert (env.steps, env.done, env.outcome) == (0, False, None)
+    for a in actions:
+        if env.done:
+            break
+        s = env.step(a)
+        out.append(
+            (s.index, s.frame_sha256, s.score, s.passed, s.outcome, s.truncated, env.progress())
+        )
+    return out
+
+
+def play_episode(env: VicalEnv, salt: str, limit: int = 60) -> None:
+    """Reset and play random decisions (at most ``limit``), moving the simulator far off."""
+    env.reset()
+    rng = random.Random(f"{env.task.id}|{salt}")
+    for _ in range(limit):
+        if env.done:
+            break
+        env.step(rng.choice(env.task.action_names))
+
+
+def fresh_env(task) -> VicalEnv:
+    """An environment on a new simulator (never one from the pool): its reset replays."""
+    return VicalEnv(task, make_adapter(task))
+
+
+@pytest.mark.parametrize("task", task_params())
+def test_restored_start_equals_replayed_start(task):
+    actions = fixed_actions(task, "after-start")
+    with fresh_env(task) as env:
+        expected = observe(env, actions)
+
+    # as make_env builds it: the first reset replays the start and saves it
+    env = VicalEnv(task, make_adapter(task), save_first_start=True)
+    try:
+        assert observe(env, actions) == expected, "first (replayed, saved) start differs"
+        assert start_state(env.adapter) is not None, (
+            f"{task.id}: the adapter's snapshot did not prove exact at the start state"
+        )
+        play_episode(env, "between")  # restored start, then an episode
+        assert observe(env, actions) == expected, "restored start differs after an episode"
+        assert observe(env, actions) == expected, "restored start differs on a repeat"
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("task", task_params())
+def test_restored_start_without_begin_equals_replayed(task):
+    """The authoring tools' start (``begin=False``): same frame and the same decisions."""
+    actions = fixed_actions(task, "no-begin")
+
+    def run(env: VicalEnv) -> list:
+        out: list = [frame_sha256(env.reset(begin=False))]
+        for a in actions:
+            o = env.decide(a, started=False, watch_lives=True)
+            out.append((o, frame_sha256(env.adapter.frame())))
+            if o.bad:
+                break
+        return out
+
+    with fresh_env(task) as env:
+        expected = run(env)
+    with fresh_env(task) as env:  # saves its start at the second reset
+        play_episode(env, "first")
+        assert run(env) == expected, "second (replayed, saved) start differs"
+        assert start_state(env.adapter) is not None, (
+            f"{task.id}: the adapter's snapshot did not prove exact at the start state"
+        )
+        play_episode(env, "between")
+        assert run(env) == expected, "restored start differs"
+
+
+def test_make_env_reuses_a_closed_simulator_and_restores_its_start():
+    task = next(t for t in ALL_TASKS if t.env.env == "tennis")
+    actions = fixed_actions(task, "pool")
+    with fresh_env(task) as env:
+        expected = observe(env, actions)
+    close_idle()
+    env = make_env(task)
+    adapter = env.adapter
+    assert observe(env, actions) == expected
+    env.close()
+    with make_env(task) as again:
+        assert again.adapter is adapter, "the closed simulator was not reused"
+        assert observe(again, actions) == expected  # its second start: replayed and saved
+        assert start_state(adapter) is not None
+        other = make_env(task)  # the pooled simulator is in use: a new one
+        assert other.adapter is not adapter
+        other.close()
+    with make_env(task) as third:
+        assert third.adapter is adapter
+        assert observe(third, actions) == expected  # restored
+    with pytest.raises(RuntimeError, match="closed"):
+        third.reset()
+    close_idle()
+
+
+def test_start_snapshots_can_be_turned_off(monkeypatch):
+    task = next(t for t in ALL_TASKS if t.env.env == "taxi")
+    monkeypatch.setenv(REPLAY_STARTS_VAR, "1")
+    close_idle()
+    env = make_env(task)
+    adapter = env.adapter
+    for _ in range(3):
+        play_episode(env, "off", limit=5)
+    assert start_state(adapter) is None
+    env.close()
+    with make_env(task) as env2:
+        assert env2.adapter is not adapter, "a simulator was pooled with start snapshots off"
+
+
+def test_snapshot_failing_at_the_start_falls_back_to_replay():
+    """An adapter whose snapshot cannot be taken fails the check: every start is replayed,
+    and its simulator is never pooled."""
+    task = next(t for t in ALL_TASKS if t.env.env == "taxi")
+    base = type(make_adapter(task))
+
+    def snapshot(self):
+        raise NotImplementedError("no save/restore in this simulator")
+
+    broken = type("NoSnapshot", (base,), {"snapshot": snapshot})
+    actions = fixed_actions(task, "broken")
+    with fresh_env(task) as env:
+        expected = observe(env, actions)
+    env = VicalEnv(task, broken(task))
+    for i in range(4):
+        assert observe(env, actions) == expected, f"reset {i + 1}"
+    assert start_state(env.adapter) is None
+    assert not reusable(env.adapter)
+    env.close()
+
+
+def test_restore_that_misses_state_is_caught():
+    """A restore that brings back the Python-side state but leaves the simulator where
+    the probe left it is not trusted: the starts stay replayed and identical."""
+    task = next(t for t in ALL_TASKS if t.env.env == "tennis")
+    base = type(make_adapter(task))
+
+    def restore(self, state):
+        base.restore(self, (self.ale.cloneState(), state[1]))
+
+    lax = type("EmulatorNotRestored", (base,), {"restore": restore})
+    actions = fixed_actions(task, "lax")
+    with fresh_env(task) as env:
+        expected = observe(env, actions)
+    env = VicalEnv(task, lax(task))
+    for i in range(3):
+        assert observe(env, actions) == expected, f"reset {i + 1}"
+    assert start_state(env.adapter) is None
+    env.close()
