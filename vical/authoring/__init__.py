@@ -36,18 +36,13 @@ def author_module(spec: EnvSpec) -> ModuleType | None:
 
 
 def recipe_for(spec: EnvSpec) -> Callable[[EnvSpec], tuple[list, list]] | None:
-    """The environment's demo recipe ``recipe(spec) -> (plans, pools or id lists)``, or None
-    (the generic plan applies)."""
+    """The environment's demo recipe ``recipe(spec) -> (plans, pools or id lists)``: its
+    authoring module's ``recipe`` function, else its ``RECIPE`` (a family's recipe data,
+    called the same way); None where it has neither (the generic plan applies)."""
     mod = author_module(spec)
     if mod is None:
         return None
-    if hasattr(mod, "recipe"):
-        return mod.recipe
-    if hasattr(mod, "RECIPE"):
-        from vical.authoring.recipes._ale import ale_recipe
-
-        return lambda s: ale_recipe(s, mod.RECIPE)
-    return None
+    return getattr(mod, "recipe", None) or getattr(mod, "RECIPE", None)
 
 
 def init_generator(spec: EnvSpec) -> Callable[[EnvSpec], dict[str, list[str]]] | None:

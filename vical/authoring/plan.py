@@ -229,27 +229,60 @@ def claim_start(
 
 
 class ClipPool:
-    """Fixed-action clips from distinct starts, gathered into one pool of every task."""
+    """Fixed-action clips from distinct starts (under variant ``on``'s settings), gathered
+    into one pool: of every task, or of ``variants``. ``taken``: the start frames already
+    claimed, shared by pools that draw on it (default: a set of every task's opening)."""
 
-    def __init__(self, spec: EnvSpec, on: str, fail_every: bool = False):
+    def __init__(
+        self,
+        spec: EnvSpec,
+        on: str,
+        fail_every: bool = False,
+        variants: list[str] | None = None,
+        taken: set[str] | None = None,
+    ):
         self.spec, self.on = spec, on
-        self.taken = task_start_hashes(spec)
-        self.pool = Pool(variants=[v.variant for v in spec.tasks], fail_every=fail_every)
+        self.taken = task_start_hashes(spec) if taken is None else taken
+        if variants is None:
+            variants = [v.variant for v in spec.tasks]
+        self.pool = Pool(variants=variants, fail_every=fail_every)
         self.plans: list[ClipPlan] = []
 
     def add(
-        self, cid: str, seed: int, init: list[str], acts: list[str], note: str, fail: bool = False
+        self,
+        cid: str,
+        seed: int,
+        init: list[str],
+        acts: list[str],
+        note: str,
+        fail: bool = False,
+        horizon: int | None = None,
     ) -> bool:
-        """Plan the clip (as a success, or a failure with ``fail``) unless its start is taken."""
+        """Plan the clip (as a success, or a failure with ``fail``) unless its start is taken;
+        its horizon is ``horizon``, default the number of its actions."""
         if not claim_start(self.spec, self.on, seed, 0, init, self.taken):
             return False
+        if horizon is None:
+            horizon = len(acts)
         self.plans.append(
             ClipPlan(
-                cid, replayed(acts), note, seed, init_actions=init, horizon=len(acts), on=self.on
+                cid, replayed(acts), note, seed, init_actions=init, horizon=horizon, on=self.on
             )
         )
         (self.pool.fails if fail else self.pool.wins).append(cid)
         return True
+
+
+def group_pools(spec: EnvSpec, fail_every: bool = False) -> list[ClipPool]:
+    """A :class:`ClipPool` per settings group (:func:`settings_groups`; its clips start
+    under the group's first task), all claiming start frames from one set."""
+    taken = task_start_hashes(spec)
+    return [ClipPool(spec, g[0], fail_every, g, taken) for g in settings_groups(spec)]
+
+
+def gathered(pools: list[ClipPool]) -> tuple[list[ClipPlan], list[Pool]]:
+    """A recipe's result from its clip pools: every plan, pool by pool, and the pools."""
+    return [p for clips in pools for p in clips.plans], [clips.pool for clips in pools]
 
 
 def seed_env(spec: EnvSpec, seed: int, max_steps: int) -> VicalEnv:

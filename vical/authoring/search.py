@@ -11,7 +11,7 @@ runtime's own decision step, so a found action list replays exactly through
   :func:`beam_search`, :func:`dense_starts`;
 - a started :class:`~vical.envs.core.VicalEnv` (the task's own score, pass and
   ending rules): :func:`lookahead_play`, :func:`decision_point_init`,
-  :func:`init_for_variants`, :func:`scored_beam`.
+  :func:`init_for_variants`, :func:`decision_point_inits`, :func:`scored_beam`.
 
 Saving and restoring is :meth:`VicalEnv.snapshot` / :meth:`VicalEnv.restore`
 throughout.
@@ -503,6 +503,20 @@ def init_for_variants(
             env.close()
         out[v.variant] = seq
     return out
+
+
+def decision_point_inits(
+    env_spec: EnvSpec, names: Sequence[str], seed: int, **search: Any
+) -> dict[str, list[str]]:
+    """Human-init sequences of every generated variant by :func:`decision_point_init` over
+    ``names`` (``search``: its other settings), start frames kept distinct by
+    :func:`init_for_variants` with the variants' random streams seeded by ``seed``."""
+    from vical.envs import make_env
+
+    def pick(env: VicalEnv, v: TaskVariant, rng: random.Random, used: set[str]) -> list[str]:
+        return decision_point_init(env, names, rng, avoid=used, **search)
+
+    return init_for_variants(env_spec, make_env, pick, seed)
 
 
 # ---------------------------------------------------------------------------

@@ -16,7 +16,8 @@ score on cumulative reward.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+import random
+from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any, cast
@@ -38,6 +39,9 @@ gym.register_envs(ale_py)
 
 # pybind11 enum: iterable at run time, though its stub declares no ``__iter__``
 _ACTION_INDEX = {a.name: int(a.value) for a in cast("Iterable[ale_py.Action]", ale_py.Action)}
+
+# The eight joystick directions in canonical names, in the order the games' move lists use.
+JOYSTICK = ("Up", "Down", "Left", "Right", "Up+Left", "Up+Right", "Down+Left", "Down+Right")
 
 
 class ALEAdapter(Adapter):
@@ -158,13 +162,63 @@ class ALEAdapter(Adapter):
     def passed(self) -> bool:
         return self.total >= self.task.target("pass_reward")
 
+    def won(self) -> bool:
+        """The game's own early win (the episode then ends as a Victory); none by default."""
+        return False
+
     def ending(self, native_terminated: bool) -> str | None:
+        """Victory once :meth:`won` holds after the start state; Terminated when the game ends."""
+        if self.tracking and self.won():
+            return "Victory"
         if native_terminated:
             return "Terminated"
         return None
 
     def progress(self) -> dict:
         return {"reward": self.total}
+
+
+class FirstEventAdapter(ALEAdapter):
+    """An ALE game scored by when something first happens after the start state.
+
+    ``slots`` counts the outer slots since the start state; ``event_at`` is the
+    decision (1-based, ``frame_skip`` slots each) during which :meth:`event` first
+    held, None before that.
+    """
+
+    def start(self) -> None:
+        self.slots = 0
+        self.event_at: int | None = None
+
+    def on_tick(self, tick: Tick) -> None:
+        super().on_tick(tick)
+        self.slots += 1
+        if self.event_at is None and self.event(tick):
+            self.event_at = -(-self.slots // self.task.env.frame_skip)
+
+    def event(self, tick: Tick) -> bool:
+        """The event, checked after every slot once the slot's reward is counted."""
+        return False
+
+
+def weighted_policy(
+    moves: Sequence[str], weights: Sequence[float]
+) -> Callable[[Any, random.Random], str]:
+    """A seeded policy ``policy(sim, rng)``: every decision one of ``moves``, drawn with
+    ``weights`` (the games' preload and expert policies)."""
+    names = list(moves)
+
+    def policy(sim: Any, rng: random.Random) -> str:
+        return rng.choices(names, weights=weights)[0]
+
+    return policy
+
+
+# The fire button in most decisions, left and right at random: DemonAttack's shooter,
+# and Enduro's driver (there the button is the gas).
+FIRE_AND_STEER = weighted_policy(
+    ["Shoot", "Right+Shoot", "Left+Shoot", "Right", "Left", "NOOP"], (4, 3, 3, 1, 1, 1)
+)
 
 
 def make_adapter(task: TaskSpec) -> Adapter:

@@ -8,8 +8,12 @@ optional:
   (:class:`vical.authoring.plan.ClipPlan`) and either pools
   (:class:`vical.authoring.plan.Pool`) or, per task in file order, fixed clip
   id lists;
-- ``RECIPE``: an :class:`vical.authoring.recipes._ale.AleRecipe` (ALE games),
-  applied by :func:`vical.authoring.recipes._ale.ale_recipe`;
+- ``RECIPE``: the environment's parameters for its family's shared recipe, which
+  is called like ``recipe``: an :class:`vical.authoring.recipes._ale.AleRecipe`
+  (ALE games), :class:`vical.authoring.recipes._lookahead.GameDemos` (the ALE
+  games with a look-ahead expert), :class:`vical.authoring.recipes._procgen.ProcgenRecipe`
+  (Procgen) or :class:`vical.authoring.recipes._scripted.ControlRecipe` (Classic
+  Control), so the module states only its data;
 - ``generate_init_actions(spec) -> {variant: [actions]}``: the human-init
   generator (ALE games keep theirs in their game module for now).
 

@@ -1,8 +1,9 @@
 """ALE demo recipes on the decision simulator: expert clips from shifted and warmed-up
 starts per settings group, plus a failure clip.
 
-An ALE game's recipe module defines ``RECIPE``, an :class:`AleRecipe` (or
-``recipe(spec)`` calling :func:`ale_recipe` with one). The building blocks
+An ALE game's recipe module defines ``RECIPE``, an :class:`AleRecipe` (called
+with the spec, it is :func:`ale_recipe`), or ``recipe(spec)`` calling
+:func:`ale_recipe` with one. The building blocks
 for ``win``/``warm``/failure callables are here too: :func:`chunk_win`,
 :func:`deathless_warm`, :func:`hold`, :func:`life_lost` and the beam-search
 based :func:`beam_win`, :func:`deathless_walk` and :func:`beam_warm`.
@@ -55,6 +56,9 @@ class AleRecipe:
     fail_note: str
     fail_after: int = 0
     fail_every: bool = False
+
+    def __call__(self, spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
+        return ale_recipe(spec, self)
 
 
 # stored as clip ``source`` (see BEAM_NOTE): keeps the path it was made under

@@ -6,8 +6,10 @@ their modules' tests use one search expert that passes every game:
 :func:`vical.authoring.search.lookahead_play`, a one-step look-ahead over
 seeded random rollouts on the task's own :class:`~vical.envs.core.VicalEnv` (so the
 adapter's scoring state, e.g. Tennis's point count, is saved and restored with the
-emulator). A :class:`GameDemos` says how to use it for one game; :func:`lookahead_recipe`
-turns that into ``(plans, pools)`` for :func:`vical.authoring.make.make_demos`:
+emulator). A :class:`GameDemos` says how to use it for one game (a game's recipe
+module holds it as ``RECIPE``); :func:`lookahead_recipe` (the same as calling the
+``GameDemos`` with the spec) turns that into ``(plans, pools)`` for
+:func:`vical.authoring.make.make_demos`:
 
 * tasks are grouped by everything that changes how a clip replays or is labelled:
   simulator kwargs, ``params`` (River Raid's RAM section and fuel, Trondead's RAM
@@ -68,6 +70,9 @@ class GameDemos:
     later_wins: int = 1
     fail_every: bool = False
     seeds: tuple[int, ...] = (0, 1, 2, 3)
+
+    def __call__(self, spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
+        return lookahead_recipe(self, spec)
 
     def note(self) -> str:
         # stored in the task files as the clips' ``source``: keeps the module path the

@@ -21,6 +21,9 @@ replays to one label on all of them) the recipe makes:
 A clip made for one group also goes into every other group's pool on which it
 replays to the same label (checked on a render-free twin of the game), so
 failures and level-completing runs are shared across target groups.
+
+A game's recipe module states its settings as ``RECIPE``, a :class:`ProcgenRecipe`
+(called with the spec, it is :func:`procgen_recipe`).
 """
 
 from __future__ import annotations
@@ -95,6 +98,9 @@ class ProcgenRecipe:
     fail_label: str = "Terminated"
     # plan expert clips per target group (False where targets change the score, not labels)
     target_groups: bool = True
+
+    def __call__(self, spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
+        return procgen_recipe(spec, self)
 
 
 def label_groups(spec: EnvSpec, targets: bool = True) -> list[list[str]]:

@@ -1,15 +1,19 @@
 """Scripted demo plans with fixed per-task assignments (Taxi, CliffWalking, Classic Control).
 
 These environments' recipes return clip plans and, per task in file order,
-the clip ids it gets (no pools).
+the clip ids it gets (no pools). The Classic Control games share one shape,
+:class:`ControlRecipe`: the game's scripted controller from two seeds and one
+action held from a third.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
+from vical.authoring.plan import ClipPlan
 from vical.demos.experts import CONTROLLERS, ExpertResult, bfs_expert, run_policy
-from vical.spec import TaskSpec
+from vical.spec import EnvSpec, TaskSpec
 
 CTL = "scripted controller vical.demos.experts.{}_policy"
 
@@ -32,6 +36,44 @@ class _Seq:
         a = self.actions[min(self.i, len(self.actions) - 1)]
         self.i += 1
         return a
+
+
+@dataclass(frozen=True)
+class ControlRecipe:
+    """A Classic Control game's clips: its scripted controller (``vical.demos.experts``)
+    from each of ``seeds``, clip ``<env>-s<seed>-<win>``, and ``held`` held from
+    ``fail_seed`` (clip ``<env>-s<fail_seed>-<fail>``, ``fail_horizon`` decisions or the
+    task's budget). ``packages``: per task in file order, the seeds of the clips it gets.
+    """
+
+    win: str
+    held: str
+    fail: str
+    fail_note: str
+    packages: tuple[tuple[int, ...], ...]
+    fail_horizon: int | None = None
+    seeds: tuple[int, ...] = (3, 5)
+    fail_seed: int = 7
+
+    def clip_id(self, env: str, seed: int) -> str:
+        return f"{env}-s{seed}-{self.fail if seed == self.fail_seed else self.win}"
+
+    def __call__(self, spec: EnvSpec) -> tuple[list[ClipPlan], list[list[str]]]:
+        """The clip plans and, per task in file order, the clip ids it gets."""
+        env = spec.env
+        plans = [
+            ClipPlan(self.clip_id(env, s), controller(env), CTL.format(env), s) for s in self.seeds
+        ]
+        plans.append(
+            ClipPlan(
+                self.clip_id(env, self.fail_seed),
+                held_sequence([self.held]),
+                self.fail_note,
+                seed=self.fail_seed,
+                horizon=self.fail_horizon,
+            )
+        )
+        return plans, [[self.clip_id(env, s) for s in seeds] for seeds in self.packages]
 
 
 def taxi_wrong_dropoff(t: TaskSpec) -> ExpertResult | None:

@@ -16,12 +16,13 @@ member.
 from __future__ import annotations
 
 from vical.authoring.recipes._ale import BEAM_NOTE, beam_recipe
+from vical.envs.ale import JOYSTICK
 from vical.envs.ale_games.alien import WALK_ACTIONS
 
 # The beam plays the joystick only: the crew member keeps walking along a corridor
 # by itself, so turns at junctions and NOOP collect the eggs, and the clips do not
 # teach spending the limited flame (Shoot) for nothing.
-MOVES = ["NOOP", "Up", "Down", "Left", "Right", "Up+Left", "Up+Right", "Down+Left", "Down+Right"]
+MOVES = ["NOOP", *JOYSTICK]
 
 RECIPE = beam_recipe(
     WALK_ACTIONS,

@@ -45,12 +45,13 @@ from vical.authoring.plan import (
 )
 from vical.authoring.recipes._ale import ale_expert, ale_recipe, ale_start, beam_recipe
 from vical.demos.experts import ExpertResult
+from vical.envs.ale import JOYSTICK
 from vical.envs.ale_games.berzerk import ROOM_BYTE
 from vical.spec import EnvSpec, TaskSpec
 
 # RAM bytes of the player's position (horizontal, vertical)
 PLAYER_X, PLAYER_Y = 19, 11
-DIRECTIONS = ["Up", "Down", "Left", "Right", "Up+Left", "Up+Right", "Down+Left", "Down+Right"]
+DIRECTIONS = list(JOYSTICK)
 # (extra skipped frames, warm-up decisions) of the exit clip's start, and its length limits
 EXIT_START = (9, 0)
 EXIT_MIN, EXIT_MAX = 10, 40

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from vical.authoring.recipes._procgen import ProcgenRecipe, procgen_recipe, random_held
-from vical.spec import EnvSpec
+from vical.authoring.recipes._procgen import ProcgenRecipe, random_held
 
 MOVES = ("Up", "Down", "Left", "Right", "Up+Left", "Up+Right", "Down+Left", "Down+Right")
 
-PROCGEN = ProcgenRecipe(
+RECIPE = ProcgenRecipe(
     wins=3,
     win_len=(14, 40),
     horizon=40,
@@ -21,7 +20,3 @@ PROCGEN = ProcgenRecipe(
         "than the player's touches it; the clip is the last 16 decisions before that"
     ),
 )
-
-
-def recipe(spec: EnvSpec):
-    return procgen_recipe(spec, PROCGEN)

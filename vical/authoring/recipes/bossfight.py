@@ -8,14 +8,8 @@ two hits are chosen, and destroying such a boss is a Victory under either target
 
 from __future__ import annotations
 
-from vical.authoring.recipes._procgen import (
-    ProcgenRecipe,
-    bossfight_rounds,
-    procgen_recipe,
-    random_held,
-)
+from vical.authoring.recipes._procgen import ProcgenRecipe, bossfight_rounds, random_held
 from vical.envs.procgen import GameState
-from vical.spec import EnvSpec
 
 
 def _short_fight(st: GameState) -> bool:
@@ -23,7 +17,7 @@ def _short_fight(st: GameState) -> bool:
     return rounds <= 2 and round_health <= 2
 
 
-PROCGEN = ProcgenRecipe(
+RECIPE = ProcgenRecipe(
     wins=2,
     win_len=(16, 45),
     horizon=60,
@@ -38,7 +32,3 @@ PROCGEN = ProcgenRecipe(
         "a shot of the boss hits the ship; the clip is the last 14 decisions before that"
     ),
 )
-
-
-def recipe(spec: EnvSpec):
-    return procgen_recipe(spec, PROCGEN)

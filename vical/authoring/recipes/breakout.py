@@ -20,15 +20,7 @@ as the first of a fixed list that clears the row soonest.
 
 from __future__ import annotations
 
-from vical.authoring.plan import (
-    ClipPlan,
-    Pool,
-    claim_start,
-    replayed,
-    settings_groups,
-    task_start_hashes,
-    variant_task,
-)
+from vical.authoring.plan import ClipPlan, Pool, gathered, group_pools, variant_task
 from vical.envs.breakout import BALL, NATIVE_NAMES, BreakoutGame, track_ball
 from vical.spec import EnvSpec
 
@@ -111,15 +103,10 @@ def _failure(seed: int, columns: int, aim: int) -> tuple[list[str], list[str]] |
 
 
 def recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
-    taken = task_start_hashes(spec)
-    plans: list[ClipPlan] = []
-    pools: list[Pool] = []
-    for group in settings_groups(spec):
-        on = group[0]
-        columns = int(variant_task(spec, on).env_kwargs["columns"])
+    pools = group_pools(spec, fail_every=True)  # one life: losing the ball ends it
+    for clips in pools:
+        columns = int(variant_task(spec, clips.on).env_kwargs["columns"])
         prefix = f"{spec.env}-cols{columns}"
-        pool = Pool(variants=group, fail_every=True)  # one life: losing the ball ends it
-        pools.append(pool)
         seeds = iter(SEEDS)
         # (name, how many bricks are broken when the clip joins: 0 = from the serve)
         kinds = [("whole-row", 0), ("from-brick1", 1), ("last-brick", columns - 1)]
@@ -132,26 +119,12 @@ def recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
                     continue
                 aim, acts, breaks = run
                 k = 0 if after == 0 else breaks[after - 1] + 1
-                init = acts[:k]
-                if not claim_start(spec, on, seed, 0, init, taken):
-                    continue
                 start = (
                     "the serve" if k == 0 else f"the step after brick {after} of {columns} broke"
                 )
-                cid = f"{prefix}-seed{seed}-{kind}"
-                plans.append(
-                    ClipPlan(
-                        cid,
-                        replayed(acts[k:]),
-                        TRACKER.format(aim=aim, start=start),
-                        seed,
-                        init_actions=init,
-                        horizon=len(acts) - k,
-                        on=on,
-                    )
-                )
-                pool.wins.append(cid)
-                break
+                note = TRACKER.format(aim=aim, start=start)
+                if clips.add(f"{prefix}-seed{seed}-{kind}", seed, acts[:k], acts[k:], note):
+                    break
         for seed in seeds:
             run = _best_run(seed, columns)
             aim = run[0] if run else AIMS[0]
@@ -159,21 +132,7 @@ def recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
             if fail is None:
                 continue
             init, acts = fail
-            if not claim_start(spec, on, seed, 0, init, taken):
-                continue
-            side = acts[-1].lower()
-            cid = f"{prefix}-seed{seed}-ball-lost"
-            plans.append(
-                ClipPlan(
-                    cid,
-                    replayed(acts),
-                    FAIL.format(aim=aim, side=side),
-                    seed,
-                    init_actions=init,
-                    horizon=len(acts),
-                    on=on,
-                )
-            )
-            pool.fails.append(cid)
-            break
-    return plans, pools
+            note = FAIL.format(aim=aim, side=acts[-1].lower())
+            if clips.add(f"{prefix}-seed{seed}-ball-lost", seed, init, acts, note, fail=True):
+                break
+    return gathered(pools)

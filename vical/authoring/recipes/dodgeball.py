@@ -6,10 +6,9 @@ clips are planned per label group."""
 
 from __future__ import annotations
 
-from vical.authoring.recipes._procgen import ProcgenRecipe, procgen_recipe, random_held
-from vical.spec import EnvSpec
+from vical.authoring.recipes._procgen import ProcgenRecipe, random_held
 
-PROCGEN = ProcgenRecipe(
+RECIPE = ProcgenRecipe(
     wins=2,
     win_len=(14, 45),
     horizon=70,
@@ -23,7 +22,3 @@ PROCGEN = ProcgenRecipe(
         "until the player is knocked out; the clip is the last 14 decisions before that"
     ),
 )
-
-
-def recipe(spec: EnvSpec):
-    return procgen_recipe(spec, PROCGEN)

@@ -13,7 +13,7 @@ from typing import cast
 
 import numpy as np
 
-from vical.authoring.recipes._procgen import ProcgenRecipe, procgen_recipe
+from vical.authoring.recipes._procgen import ProcgenRecipe
 from vical.envs.core import VicalEnv
 from vical.envs.procgen import (
     HEIST_KEY,
@@ -22,7 +22,6 @@ from vical.envs.procgen import (
     HeistAdapter,
     grid_distances,
 )
-from vical.spec import EnvSpec
 
 MOVES = {"Left": (-1, 0), "Right": (1, 0), "Up": (0, 1), "Down": (0, -1)}
 PUSHES = 3  # decisions spent pushing against the locked door once there
@@ -90,7 +89,7 @@ def walk_into_lock(env: VicalEnv, rng: random.Random, t: int) -> str | None:
 
 walk_into_lock.pushes = 0  # type: ignore[attr-defined]
 
-PROCGEN = ProcgenRecipe(
+RECIPE = ProcgenRecipe(
     wins=3,
     win_len=(14, 45),
     horizon=60,
@@ -108,7 +107,3 @@ PROCGEN = ProcgenRecipe(
         "key and push against it: the lock stays shut and the clip runs out of time"
     ),
 )
-
-
-def recipe(spec: EnvSpec):
-    return procgen_recipe(spec, PROCGEN)

@@ -25,15 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
-from vical.authoring.plan import (
-    ClipPlan,
-    Pool,
-    claim_start,
-    replayed,
-    settings_groups,
-    task_start_hashes,
-    variant_task,
-)
+from vical.authoring.plan import ClipPlan, Pool, gathered, group_pools, variant_task
 from vical.envs import make_env
 from vical.envs.core import VicalEnv
 from vical.spec import EnvSpec, TaskSpec
@@ -128,35 +120,22 @@ def _tag(spec: EnvSpec, on: str) -> str:
 
 
 def recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
-    taken = task_start_hashes(spec)
-    plans: list[ClipPlan] = []
-    pools: list[Pool] = []
-    for group in settings_groups(spec):
-        on = group[0]
+    # a crash ends the drive and freezes the score
+    pools = group_pools(spec, fail_every=True)
+    for clips in pools:
+        on = clips.on
         prefix = f"highway-{_tag(spec, on)}"
-        pool = Pool(variants=group, fail_every=True)  # a crash ends the drive and freezes the score
-        pools.append(pool)
         seeds = iter(SEEDS)
-
-        def fresh(seed: int, on: str = on) -> bool:
-            return claim_start(spec, on, seed, 0, [], taken)
-
         for n in WIN_HORIZONS:
             for seed in seeds:
                 acts, outcome = _drive(spec, on, seed, n, gap_driver)
-                if outcome == "Victory" and fresh(seed):
-                    cid = f"{prefix}-seed{seed}-drive{n}"
-                    plans.append(
-                        ClipPlan(cid, replayed(acts), DRIVER.format(n=n), seed, horizon=n, on=on)
-                    )
-                    pool.wins.append(cid)
+                cid, note = f"{prefix}-seed{seed}-drive{n}", DRIVER.format(n=n)
+                if outcome == "Victory" and clips.add(cid, seed, [], acts, note, horizon=n):
                     break
         lo, hi = CRASH_STEPS
         for seed in seeds:
             acts, outcome = _drive(spec, on, seed, hi, lambda env: "Faster")
-            if outcome == "Terminated" and len(acts) >= lo and fresh(seed):
-                cid = f"{prefix}-seed{seed}-rear-end"
-                plans.append(ClipPlan(cid, replayed(acts), CRASH, seed, horizon=len(acts), on=on))
-                pool.fails.append(cid)
+            crashed = outcome == "Terminated" and len(acts) >= lo
+            if crashed and clips.add(f"{prefix}-seed{seed}-rear-end", seed, [], acts, CRASH, True):
                 break
-    return plans, pools
+    return gathered(pools)

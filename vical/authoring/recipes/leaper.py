@@ -3,10 +3,9 @@ frog lost to a car or the water."""
 
 from __future__ import annotations
 
-from vical.authoring.recipes._procgen import ProcgenRecipe, procgen_recipe, random_held
-from vical.spec import EnvSpec
+from vical.authoring.recipes._procgen import ProcgenRecipe, random_held
 
-PROCGEN = ProcgenRecipe(
+RECIPE = ProcgenRecipe(
     wins=3,
     win_len=(10, 40),
     horizon=50,
@@ -21,7 +20,3 @@ PROCGEN = ProcgenRecipe(
         "10 decisions before that"
     ),
 )
-
-
-def recipe(spec: EnvSpec):
-    return procgen_recipe(spec, PROCGEN)

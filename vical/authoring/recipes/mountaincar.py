@@ -2,34 +2,13 @@
 
 from __future__ import annotations
 
-from vical.authoring.plan import ClipPlan
-from vical.authoring.recipes._scripted import CTL, controller, held_sequence
-from vical.spec import EnvSpec
+from vical.authoring.recipes._scripted import ControlRecipe
 
-
-def recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[list[str]]]:
-    """The clip plans and, per task in file order, the clip ids it gets."""
-    return (
-        [
-            ClipPlan(
-                "mountaincar-s3-pump", controller("mountaincar"), CTL.format("mountaincar"), 3
-            ),
-            ClipPlan(
-                "mountaincar-s5-pump", controller("mountaincar"), CTL.format("mountaincar"), 5
-            ),
-            ClipPlan(
-                "mountaincar-s7-push-right",
-                held_sequence(["Accelerate Right"]),
-                "scripted: Accelerate Right held, the engine alone cannot climb the slope",
-                seed=7,
-                horizon=16,
-            ),
-        ],
-        [
-            ["mountaincar-s3-pump", "mountaincar-s7-push-right"],
-            ["mountaincar-s5-pump"],
-            ["mountaincar-s3-pump"],
-            ["mountaincar-s5-pump", "mountaincar-s7-push-right"],
-            ["mountaincar-s7-push-right", "mountaincar-s3-pump"],
-        ],
-    )
+RECIPE = ControlRecipe(
+    win="pump",
+    held="Accelerate Right",
+    fail="push-right",
+    fail_note="scripted: Accelerate Right held, the engine alone cannot climb the slope",
+    fail_horizon=16,
+    packages=((3, 7), (5,), (3,), (5, 7), (7, 3)),
+)

@@ -3,10 +3,9 @@ killed by a bomb or a fall."""
 
 from __future__ import annotations
 
-from vical.authoring.recipes._procgen import ProcgenRecipe, procgen_recipe, random_held
-from vical.spec import EnvSpec
+from vical.authoring.recipes._procgen import ProcgenRecipe, random_held
 
-PROCGEN = ProcgenRecipe(
+RECIPE = ProcgenRecipe(
     wins=3,
     win_len=(14, 45),
     horizon=60,
@@ -20,7 +19,3 @@ PROCGEN = ProcgenRecipe(
         "ninja dies; the clip is the last 14 decisions before that"
     ),
 )
-
-
-def recipe(spec: EnvSpec):
-    return procgen_recipe(spec, PROCGEN)

@@ -11,9 +11,9 @@ own.
 
 from __future__ import annotations
 
-from vical.authoring.recipes._lookahead import GameDemos, lookahead_recipe
+from vical.authoring.recipes._lookahead import GameDemos
 
-GAME = GameDemos(
+RECIPE = GameDemos(
     moves=("NOOP", "Shoot", "Up", "Left", "Right", "Up+Shoot"),
     depth=6,
     tails=1,
@@ -29,7 +29,3 @@ GAME = GameDemos(
     ),
     share=lambda v: v.params.get("section", 1),
 )
-
-
-def recipe(spec):
-    return lookahead_recipe(GAME, spec)

@@ -5,9 +5,9 @@ the coyote catches it."""
 
 from __future__ import annotations
 
-from vical.authoring.recipes._lookahead import GameDemos, lookahead_recipe
+from vical.authoring.recipes._lookahead import GameDemos
 
-GAME = GameDemos(
+RECIPE = GameDemos(
     moves=("Left", "Up+Left", "Down+Left", "Up", "Down"),
     depth=10,
     tails=3,
@@ -20,7 +20,3 @@ GAME = GameDemos(
         "until the coyote catches it"
     ),
 )
-
-
-def recipe(spec):
-    return lookahead_recipe(GAME, spec)

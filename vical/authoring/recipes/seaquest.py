@@ -4,9 +4,9 @@ until an enemy runs into it."""
 
 from __future__ import annotations
 
-from vical.authoring.recipes._lookahead import GameDemos, lookahead_recipe
+from vical.authoring.recipes._lookahead import GameDemos
 
-GAME = GameDemos(
+RECIPE = GameDemos(
     moves=("NOOP", "Shoot", "Up", "Down", "Left+Shoot", "Right+Shoot"),
     depth=6,
     tails=2,
@@ -19,7 +19,3 @@ GAME = GameDemos(
         "nor fires until an enemy runs into it"
     ),
 )
-
-
-def recipe(spec):
-    return lookahead_recipe(GAME, spec)

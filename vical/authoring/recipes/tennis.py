@@ -4,7 +4,7 @@ player standing still (NOOP held) while the opponent wins it."""
 
 from __future__ import annotations
 
-from vical.authoring.recipes._lookahead import GameDemos, lookahead_recipe
+from vical.authoring.recipes._lookahead import GameDemos
 
 
 def rally_value(env) -> float:
@@ -12,7 +12,7 @@ def rally_value(env) -> float:
     return getattr(env.adapter, "returns", 0) + (10 if env.passed() else 0)
 
 
-GAME = GameDemos(
+RECIPE = GameDemos(
     moves=("NOOP", "Up", "Down", "Left", "Right", "Down+Left", "Up+Right"),
     depth=8,
     tails=2,
@@ -26,7 +26,3 @@ GAME = GameDemos(
         "opponent wins the point"
     ),
 )
-
-
-def recipe(spec):
-    return lookahead_recipe(GAME, spec)

@@ -9,9 +9,9 @@ alone would not do: on level 0 the wave only starts with a move).
 
 from __future__ import annotations
 
-from vical.authoring.recipes._lookahead import GameDemos, lookahead_recipe
+from vical.authoring.recipes._lookahead import GameDemos
 
-GAME = GameDemos(
+RECIPE = GameDemos(
     moves=("NOOP", "Up", "Down", "Left", "Right", "Shoot", "Left+Shoot", "Right+Shoot"),
     depth=8,
     tails=1,
@@ -24,7 +24,3 @@ GAME = GameDemos(
         "stays there, neither dodging nor throwing, until a warrior's disc hits him"
     ),
 )
-
-
-def recipe(spec):
-    return lookahead_recipe(GAME, spec)

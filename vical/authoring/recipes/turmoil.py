@@ -3,9 +3,9 @@ warmed-up lanes, and a ship left in its lane (Up held) until an enemy rams it.""
 
 from __future__ import annotations
 
-from vical.authoring.recipes._lookahead import GameDemos, lookahead_recipe
+from vical.authoring.recipes._lookahead import GameDemos
 
-GAME = GameDemos(
+RECIPE = GameDemos(
     moves=("NOOP", "Up", "Down", "Left+Shoot", "Right+Shoot", "Shoot"),
     depth=14,
     tails=2,
@@ -18,7 +18,3 @@ GAME = GameDemos(
         "reaches the shaft in its lane and destroys it"
     ),
 )
-
-
-def recipe(spec):
-    return lookahead_recipe(GAME, spec)

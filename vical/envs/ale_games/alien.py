@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from vical.envs.ale import ALEAdapter
+from vical.envs.ale import JOYSTICK, ALEAdapter
 from vical.spec import EnvSpec
 
 # Human-init walk length (decisions) per variant; longer walks reach later,
 # more crowded corridor states.
 WALK_LENGTHS = {"walk-a": 8, "walk-b": 14, "walk-c": 20, "walk-d": 26}
-WALK_ACTIONS = ["Up", "Down", "Left", "Right", "Up+Left", "Up+Right", "Down+Left", "Down+Right"]
+WALK_ACTIONS = list(JOYSTICK)
 PROBES = ["NOOP", "Up", "Down", "Left", "Right"]
 
 
@@ -25,12 +25,8 @@ class Adapter(ALEAdapter):
     def passed(self) -> bool:
         return self.total >= self.task.target("pass_reward")
 
-    def ending(self, native_terminated: bool) -> str | None:
-        if self.tracking and self.total >= self.task.target("end_reward"):
-            return "Victory"
-        if native_terminated:
-            return "Terminated"
-        return None
+    def won(self) -> bool:
+        return self.total >= self.task.target("end_reward")
 
 
 def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vical.envs.ale import ALEAdapter
+from vical.envs.ale import FirstEventAdapter
 from vical.envs.core import Tick
 from vical.envs.scoring import clamp
 from vical.spec import EnvSpec
@@ -30,47 +30,35 @@ WALK_ACTIONS = ["Left", "Right", "Up", "Down", "Up+Left", "Up+Right", "Down+Left
 PROBES = ["Shoot", "Left+Shoot", "Right+Shoot", "Up+Shoot", "Down", "NOOP"]
 
 
-class Adapter(ALEAdapter):
+class Adapter(FirstEventAdapter):
     """Score from the decision of the first enemy destroyed, else from survival.
 
     ``hit_weight + timing_weight * (1 - (d - 1) / max_steps)`` once the first
-    enemy is destroyed during decision ``d`` (the episode then ends with
-    Victory); before that, ``survival_weight * survived / max_steps`` where
+    enemy is destroyed during decision ``d`` (``event_at``; the episode then ends
+    with Victory); before that, ``survival_weight * survived / max_steps`` where
     ``survived`` counts completed decisions.
     """
 
-    def start(self) -> None:
-        self.slots = 0
-        self.hit_at: int | None = None
-
-    def on_tick(self, tick: Tick) -> None:
-        super().on_tick(tick)
-        self.slots += 1
-        if self.hit_at is None and tick.reward > 0:
-            fs = self.task.env.frame_skip
-            self.hit_at = (self.slots + fs - 1) // fs
+    def event(self, tick: Tick) -> bool:
+        return tick.reward > 0
 
     def score(self) -> float:
         p = self.task.params
         horizon = self.task.max_steps
-        if self.hit_at is not None:
-            late = (self.hit_at - 1) / horizon
+        if self.event_at is not None:
+            late = (self.event_at - 1) / horizon
             return clamp(p["hit_weight"] + p["timing_weight"] * (1.0 - late))
         survived = min(self.slots // self.task.env.frame_skip, horizon)
         return clamp(p["survival_weight"] * survived / horizon)
 
     def passed(self) -> bool:
-        return self.hit_at is not None
+        return self.event_at is not None
 
-    def ending(self, native_terminated: bool) -> str | None:
-        if self.tracking and self.hit_at is not None:
-            return "Victory"
-        if native_terminated:
-            return "Terminated"
-        return None
+    def won(self) -> bool:
+        return self.passed()
 
     def progress(self) -> dict:
-        return {"reward": self.total, "first_hit": self.hit_at, "slots": self.slots}
+        return {"reward": self.total, "first_hit": self.event_at, "slots": self.slots}
 
 
 def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:

@@ -10,14 +10,8 @@ demons are on screen.
 
 from __future__ import annotations
 
-import random
-from typing import TYPE_CHECKING
-
-from vical.envs.ale import ALEAdapter
+from vical.envs.ale import FIRE_AND_STEER, ALEAdapter
 from vical.spec import EnvSpec
-
-if TYPE_CHECKING:
-    from vical.authoring.sim import DecisionSim
 
 
 class Adapter(ALEAdapter):
@@ -34,12 +28,7 @@ LENGTHS: dict[str, int] = {
     **{f"band5-{k}": n for k, n in zip("abcde", (125, 132, 139, 146, 153), strict=True)},
 }
 
-_MOVES = ["Shoot", "Right+Shoot", "Left+Shoot", "Right", "Left", "NOOP"]
-
-
-def policy(sim: DecisionSim, rng: random.Random) -> str:
-    """Seeded shooter: keeps firing while wandering left and right."""
-    return rng.choices(_MOVES, weights=(4, 3, 3, 1, 1, 1))[0]
+policy = FIRE_AND_STEER  # seeded shooter: keeps firing while wandering left and right
 
 
 def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:

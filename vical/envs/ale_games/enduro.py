@@ -11,14 +11,8 @@ the car is already moving.
 
 from __future__ import annotations
 
-import random
-from typing import TYPE_CHECKING
-
-from vical.envs.ale import ALEAdapter
+from vical.envs.ale import FIRE_AND_STEER, ALEAdapter
 from vical.spec import EnvSpec
-
-if TYPE_CHECKING:
-    from vical.authoring.sim import DecisionSim
 
 
 class Adapter(ALEAdapter):
@@ -39,12 +33,7 @@ LENGTHS: dict[str, int] = {
     **{f"final-{k}": 8 + 2 * i for i, k in enumerate("abc")},
 }
 
-_MOVES = ["Shoot", "Right+Shoot", "Left+Shoot", "Right", "Left", "NOOP"]
-
-
-def policy(sim: DecisionSim, rng: random.Random) -> str:
-    """Seeded driver: mostly accelerates, steering left and right between cars."""
-    return rng.choices(_MOVES, weights=(4, 3, 3, 1, 1, 1))[0]
+policy = FIRE_AND_STEER  # seeded driver: mostly accelerates, steering left and right between cars
 
 
 def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:

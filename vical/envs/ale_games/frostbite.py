@@ -10,16 +10,10 @@ label Victory, and that is also the pass rule.
 
 from __future__ import annotations
 
-import random
-from typing import TYPE_CHECKING
-
-from vical.envs.ale import ALEAdapter
+from vical.envs.ale import ALEAdapter, weighted_policy
 from vical.envs.core import Tick
 from vical.envs.scoring import EventCounter, clamp
 from vical.spec import EnvSpec
-
-if TYPE_CHECKING:
-    from vical.authoring.sim import DecisionSim
 
 LANDING_MAX = 90  # floe rewards are 10 x level; larger rewards are igloo or catch bonuses
 
@@ -45,14 +39,8 @@ class Adapter(ALEAdapter):
     def passed(self) -> bool:
         return self.floes.count >= self.floes.target
 
-    def ending(self, native_terminated: bool) -> str | None:
-        if not self.tracking:  # initial skip or human-init replay
-            return super().ending(native_terminated)
-        if self.passed():
-            return "Victory"
-        if native_terminated:
-            return "Terminated"
-        return None
+    def won(self) -> bool:
+        return self.passed()
 
     def progress(self) -> dict:
         return {"floes": self.floes.count, "died": self.died}
@@ -61,12 +49,11 @@ class Adapter(ALEAdapter):
 # human-init preload length (decisions) per variant
 LENGTHS: dict[str, int] = {"floes-a": 5, "floes-b": 8}  # floes-c replays Figure 5
 
-_MOVES = ["Down", "Up", "Down+Right", "Down+Left", "Up+Right", "Up+Left", "Right", "Left", "NOOP"]
-
-
-def policy(sim: DecisionSim, rng: random.Random) -> str:
-    """Seeded hopper: mostly jumps between rows, sometimes walks or waits."""
-    return rng.choices(_MOVES, weights=(4, 2, 2, 2, 1, 1, 1, 1, 2))[0]
+# Seeded hopper: mostly jumps between rows, sometimes walks or waits.
+policy = weighted_policy(
+    ["Down", "Up", "Down+Right", "Down+Left", "Up+Right", "Up+Left", "Right", "Left", "NOOP"],
+    (4, 2, 2, 2, 1, 1, 1, 1, 2),
+)
 
 
 def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:

@@ -15,11 +15,8 @@ Scoring is the default capped ratio of points since the start state.
 
 from __future__ import annotations
 
-import random
-
-from vical.envs import make_env
 from vical.envs.ale import ALEAdapter
-from vical.spec import EnvSpec, TaskVariant
+from vical.spec import EnvSpec
 
 GENERATOR_SEED = 2026
 SECTION = 61
@@ -57,19 +54,15 @@ def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     without steering for six decisions crashes the jet while some short plan
     survives (a bank, an enemy or a bridge is just ahead).
     """
-    from vical.authoring.search import decision_point_init, init_for_variants
+    from vical.authoring.search import decision_point_inits
 
-    def pick(env, v: TaskVariant, rng: random.Random, used: set[str]) -> list[str]:
-        return decision_point_init(
-            env,
-            INIT_MOVES,
-            rng,
-            length=(4, 12),
-            danger_within=6,
-            plan_depth=8,
-            plans=4,
-            tries=6,
-            avoid=used,
-        )
-
-    return init_for_variants(env_spec, make_env, pick, GENERATOR_SEED)
+    return decision_point_inits(
+        env_spec,
+        INIT_MOVES,
+        GENERATOR_SEED,
+        length=(4, 12),
+        danger_within=6,
+        plan_depth=8,
+        plans=4,
+        tries=6,
+    )

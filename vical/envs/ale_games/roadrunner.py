@@ -9,11 +9,8 @@ ends the episode.
 
 from __future__ import annotations
 
-import random
-
-from vical.envs import make_env
 from vical.envs.ale import ALEAdapter
-from vical.spec import EnvSpec, TaskVariant
+from vical.spec import EnvSpec
 
 GENERATOR_SEED = 2026
 BURST = 1000.0
@@ -29,12 +26,8 @@ class Adapter(ALEAdapter):
         # keep the seed part only.
         return reward % BURST if reward >= BURST else reward
 
-    def ending(self, native_terminated: bool) -> str | None:
-        if self.tracking and self.total >= self.task.target("reward"):
-            return "Victory"
-        if native_terminated:
-            return "Terminated"
-        return None
+    def won(self) -> bool:
+        return self.total >= self.task.target("reward")
 
 
 def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
@@ -46,11 +39,8 @@ def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     enough that idling for six decisions loses a life while some short plan
     escapes.
     """
-    from vical.authoring.search import decision_point_init, init_for_variants
+    from vical.authoring.search import decision_point_inits
 
-    def pick(env, v: TaskVariant, rng: random.Random, used: set[str]) -> list[str]:
-        return decision_point_init(
-            env, INIT_MOVES, rng, length=(4, 12), danger_within=8, plan_depth=16, avoid=used
-        )
-
-    return init_for_variants(env_spec, make_env, pick, GENERATOR_SEED)
+    return decision_point_inits(
+        env_spec, INIT_MOVES, GENERATOR_SEED, length=(4, 12), danger_within=8, plan_depth=16
+    )

@@ -16,12 +16,10 @@ extra wrapper step is needed; ``prepare`` only asserts the sub is in play.
 
 from __future__ import annotations
 
-import random
 from typing import cast
 
-from vical.envs import make_env
 from vical.envs.ale import ALEAdapter
-from vical.spec import EnvSpec, TaskVariant
+from vical.spec import EnvSpec
 
 GENERATOR_SEED = 2026
 DIVERS = 62  # divers carried (0-6)
@@ -73,18 +71,14 @@ def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     has, and ends where idling for six decisions loses the sub to an enemy
     while some short plan survives.
     """
-    from vical.authoring.search import decision_point_init, init_for_variants
+    from vical.authoring.search import decision_point_inits
 
-    def pick(env, v: TaskVariant, rng: random.Random, used: set[str]) -> list[str]:
-        return decision_point_init(
-            env,
-            INIT_MOVES,
-            rng,
-            length=(3, 7),
-            danger_within=6,
-            plan_depth=6,
-            avoid=used,
-            accept=lambda e: cast(Adapter, e.adapter).depth() > 0,
-        )
-
-    return init_for_variants(env_spec, make_env, pick, GENERATOR_SEED)
+    return decision_point_inits(
+        env_spec,
+        INIT_MOVES,
+        GENERATOR_SEED,
+        length=(3, 7),
+        danger_within=6,
+        plan_depth=6,
+        accept=lambda e: cast(Adapter, e.adapter).depth() > 0,
+    )

@@ -19,30 +19,17 @@ event count against the calibrated ``returns`` target.
 
 from __future__ import annotations
 
-import random
-
-from vical.envs import make_env
-from vical.envs.ale import ALEAdapter
+from vical.envs.ale import JOYSTICK, ALEAdapter
 from vical.envs.core import Tick
 from vical.envs.scoring import EventCounter
-from vical.spec import EnvSpec, TaskVariant
+from vical.spec import EnvSpec
 
 GENERATOR_SEED = 2026
 BALL_DEPTH = 15  # ball position along the court; larger is nearer the top baseline
 SERVE_FRAMES = 4
 AGENT_DEPTH = 24  # the agent's (orange) player position along the court
 OPPONENT_DEPTH = 25
-INIT_MOVES = [
-    "Up",
-    "Down",
-    "Left",
-    "Right",
-    "Up+Left",
-    "Up+Right",
-    "Down+Left",
-    "Down+Right",
-    "NOOP",
-]
+INIT_MOVES = [*JOYSTICK, "NOOP"]
 
 
 class Adapter(ALEAdapter):
@@ -107,11 +94,8 @@ class Adapter(ALEAdapter):
         return self.won()
 
     def ending(self, native_terminated: bool) -> str | None:
-        if self.won():
-            return "Victory"
-        if native_terminated or self.points_lost:
-            return "Terminated"
-        return None
+        # the first point the opponent wins ends the episode as well
+        return super().ending(native_terminated or self.points_lost > 0)
 
     def progress(self) -> dict:
         return {"returns": self.returns, "point_won": self.won()}
@@ -126,11 +110,8 @@ def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     standing still for eight decisions loses the point while some short
     footwork plan keeps the rally alive (the ball is on its way to the agent).
     """
-    from vical.authoring.search import decision_point_init, init_for_variants
+    from vical.authoring.search import decision_point_inits
 
-    def pick(env, v: TaskVariant, rng: random.Random, used: set[str]) -> list[str]:
-        return decision_point_init(
-            env, INIT_MOVES, rng, length=(2, 8), danger_within=8, plan_depth=8, avoid=used
-        )
-
-    return init_for_variants(env_spec, make_env, pick, GENERATOR_SEED)
+    return decision_point_inits(
+        env_spec, INIT_MOVES, GENERATOR_SEED, length=(2, 8), danger_within=8, plan_depth=8
+    )

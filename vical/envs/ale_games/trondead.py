@@ -10,28 +10,13 @@ its own calibrated reward target (task-level ``targets``). A hit on Tron
 
 from __future__ import annotations
 
-import random
-
-from vical.envs import make_env
-from vical.envs.ale import ALEAdapter
-from vical.spec import EnvSpec, TaskVariant
+from vical.envs.ale import JOYSTICK, ALEAdapter
+from vical.spec import EnvSpec
 
 GENERATOR_SEED = 2026
 LEVEL = 74  # wave counter: warriors' type and point value
 LEVELS = (0, 1, 2, 4, 7)
-INIT_MOVES = [
-    "Up",
-    "Down",
-    "Left",
-    "Right",
-    "Up+Left",
-    "Up+Right",
-    "Down+Left",
-    "Down+Right",
-    "Shoot",
-    "Left+Shoot",
-    "Right+Shoot",
-]
+INIT_MOVES = [*JOYSTICK, "Shoot", "Left+Shoot", "Right+Shoot"]
 
 
 class Adapter(ALEAdapter):
@@ -56,11 +41,8 @@ def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     and ends where idling for six decisions gets Tron hit while some short
     plan dodges.
     """
-    from vical.authoring.search import decision_point_init, init_for_variants
+    from vical.authoring.search import decision_point_inits
 
-    def pick(env, v: TaskVariant, rng: random.Random, used: set[str]) -> list[str]:
-        return decision_point_init(
-            env, INIT_MOVES, rng, length=(3, 8), danger_within=6, plan_depth=8, avoid=used
-        )
-
-    return init_for_variants(env_spec, make_env, pick, GENERATOR_SEED)
+    return decision_point_inits(
+        env_spec, INIT_MOVES, GENERATOR_SEED, length=(3, 8), danger_within=6, plan_depth=8
+    )

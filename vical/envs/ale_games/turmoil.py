@@ -7,11 +7,8 @@ generator only.
 
 from __future__ import annotations
 
-import random
-
-from vical.envs import make_env
 from vical.envs.ale import ALEAdapter
-from vical.spec import EnvSpec, TaskVariant
+from vical.spec import EnvSpec
 
 GENERATOR_SEED = 2026
 # Moves used for the human-init search: change lane, turn, shoot.
@@ -31,11 +28,8 @@ def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     idling for eight decisions loses the ship while some short plan survives
     (an enemy is bearing down on the ship's lane).
     """
-    from vical.authoring.search import decision_point_init, init_for_variants
+    from vical.authoring.search import decision_point_inits
 
-    def pick(env, v: TaskVariant, rng: random.Random, used: set[str]) -> list[str]:
-        return decision_point_init(
-            env, INIT_MOVES, rng, length=(6, 14), danger_within=8, plan_depth=8, avoid=used
-        )
-
-    return init_for_variants(env_spec, make_env, pick, GENERATOR_SEED)
+    return decision_point_inits(
+        env_spec, INIT_MOVES, GENERATOR_SEED, length=(6, 14), danger_within=8, plan_depth=8
+    )
