@@ -1,9 +1,9 @@
 """Start states restored from a snapshot equal start states replayed, for every task.
 
 A simulator's first reset plays the seed, the initial skip and the human-init
-actions (an environment from ``make_env`` then saves the state when the
-adapter's snapshot proves exact; one built directly saves it at its second
-reset); every later reset restores that state. ``make_env`` hands
+actions; its second plays them again and saves the state when the adapter's
+snapshot proves exact there (``save_first_start`` saves at the first); every
+later reset restores that state. ``make_env`` hands
 a closed environment's simulator to the next environment of the same task.
 These tests compare each path with a fresh simulator's replayed start: the
 start frame, score, pass flag, progress and lives, and the frames and scores of
@@ -22,6 +22,19 @@ from vical.envs import close_idle, make_adapter, make_env
 from vical.envs.core import REPLAY_STARTS_VAR, VicalEnv, frame_sha256, reusable, start_state
 
 N_ACTIONS = 10
+
+
+def sweep_params():
+    """Every task; the default suite takes, per environment, its first task and its first
+    task with a human-init sequence, and ``nox -s slow`` (marker ``slow``) the rest."""
+    params, seen = [], set()
+    for p in task_params():
+        (task,) = p.values
+        key = (task.env.env, bool(task.variant.init_actions))
+        marks = () if key not in seen else (pytest.mark.slow,)
+        seen.add(key)
+        params.append(pytest.param(task, id=p.id, marks=marks))
+    return params
 
 
 def fixed_actions(task, salt: str) -> list[str]:
@@ -62,7 +75,7 @@ def fresh_env(task) -> VicalEnv:
     return VicalEnv(task, make_adapter(task))
 
 
-@pytest.mark.parametrize("task", task_params())
+@pytest.mark.parametrize("task", sweep_params())
 def test_restored_start_equals_replayed_start(task):
     actions = fixed_actions(task, "after-start")
     with fresh_env(task) as env:
@@ -82,7 +95,7 @@ def test_restored_start_equals_replayed_start(task):
         env.close()
 
 
-@pytest.mark.parametrize("task", task_params())
+@pytest.mark.parametrize("task", sweep_params())
 def test_restored_start_without_begin_equals_replayed(task):
     """The authoring tools' start (``begin=False``): same frame and the same decisions."""
     actions = fixed_actions(task, "no-begin")

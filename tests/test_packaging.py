@@ -7,6 +7,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parents[1]
 
 
@@ -51,6 +53,15 @@ def test_import_layering_contracts_are_kept():
 def test_mypy_passes_on_the_package():
     """[tool.mypy] in pyproject.toml; strict flags on the modules listed there."""
     r = _tool("mypy", "vical")
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    "args", [("check", "."), ("format", "--check", ".")], ids=["check", "format"]
+)
+def test_ruff_passes_on_the_repository(args):
+    """What `nox -s lint` runs first: the lint rules and the formatting, whole tree."""
+    r = _tool("ruff", *args)
     assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-2000:]
 
 

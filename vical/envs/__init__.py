@@ -150,9 +150,9 @@ def make_env(task: TaskSpec | str) -> VicalEnv:
     """Build the environment of a task (a TaskSpec or an id such as ``taxi/state1``).
 
     Closing the environment hands its simulator back to this process: the next
-    ``make_env`` of an equal task reuses it, and its first reset restores the
-    start state saved by the simulator's first reset (see :mod:`vical.envs.core`)
-    instead of building a new simulator and replaying the start.
+    ``make_env`` of an equal task reuses it instead of building a new simulator:
+    from the simulator's second reset on, its start state is restored from a
+    checked snapshot rather than replayed (see :mod:`vical.envs.core`).
     """
     if isinstance(task, str):
         task = get_task(task)
@@ -161,9 +161,7 @@ def make_env(task: TaskSpec | str) -> VicalEnv:
     if adapter is None:
         adapter = make_adapter(task)
     spec = task
-    return VicalEnv(
-        task, adapter, release=lambda a: _release(spec, packages, a), save_first_start=True
-    )
+    return VicalEnv(task, adapter, release=lambda a: _release(spec, packages, a))
 
 
 __all__ = [

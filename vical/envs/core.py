@@ -18,8 +18,10 @@ Start states are played once per simulator instance: a reset plays the seed,
 the initial skip and the human-init actions and, when the adapter's snapshot
 proves exact there, saves that state (before the scoring state begins) with its
 frame; every later reset of that adapter restores it instead of replaying
-(:func:`start_state`). Environments from ``make_env`` save at their simulator's
-first reset, others at the second. ``VICAL_REPLAY_STARTS=1`` turns this off.
+(:func:`start_state`). A simulator saves at its second reset, because proving
+the snapshot exact costs about three replays of the start: a simulator reset
+once (one episode per task and process, the common case in tests and small runs)
+pays nothing extra. ``VICAL_REPLAY_STARTS=1`` turns this off.
 """
 
 from __future__ import annotations
