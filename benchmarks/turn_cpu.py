@@ -25,10 +25,7 @@ import argparse
 import gc
 import os
 import random
-import re
 import statistics
-import subprocess
-import sys
 import time
 from typing import Any
 
@@ -36,6 +33,7 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
 import numpy as np
+from latency_bound import start_server  # the same child-process server (benchmarks/)
 
 from vical.agent import EpisodeContext, Observation, get_agent
 from vical.demos import load_demo_package
@@ -44,22 +42,6 @@ from vical.spec import TaskSpec, get_task
 
 BACKENDS = ("openai-chat", "openai-responses", "openrouter", "gemini")
 MODEL = {"gemini": "random"}  # every backend asks the server's random policy
-
-
-def start_server() -> tuple[subprocess.Popen[str], str]:
-    """The baseline server in a child process on a free port; (process, base URL)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "vical.serve", "--port", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    first = proc.stdout.readline()
-    found = re.search(r"on (http://\S+)", first)
-    if found is None:
-        proc.terminate()
-        raise SystemExit(f"the baseline server did not start: {first!r}")
-    return proc, found.group(1)
 
 
 def playthrough(task: TaskSpec, n: int, seed: int) -> list[np.ndarray]:
@@ -141,7 +123,7 @@ def main() -> None:
         f"{sum(len(d.mp4) for d in demos)} MP4 bytes), {args.turns} turns, "
         f"{args.repeats} repeats; server in its own process"
     )
-    proc, base = start_server()
+    proc, base = start_server(0.0)
     try:
         for backend in backends:
             runs = [

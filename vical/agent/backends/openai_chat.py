@@ -162,8 +162,24 @@ def _reasoning_from(message: Any) -> str | None:
     return None
 
 
+class PostsSerialisedBody:
+    """``send`` and ``send_prepared`` for a backend that posts the request body as bytes
+    (``_post``): a prepared request's body serialised once per episode, else the payload."""
+
+    def _post(self, body: bytes) -> Reply:
+        raise NotImplementedError
+
+    def send(self, payload: dict[str, Any]) -> Reply:
+        return self._post(compact_json(payload))
+
+    def send_prepared(self, request: PreparedRequest) -> Reply:
+        return self._post(
+            request.body if request.body is not None else compact_json(request.payload)
+        )
+
+
 @register_agent("openai-chat")
-class OpenAIChatAgent(ProtocolAgent):
+class OpenAIChatAgent(PostsSerialisedBody, ProtocolAgent):
     """OpenAI-compatible chat completions through the official ``openai`` SDK."""
 
     default_key_env = "OPENAI_API_KEY"
@@ -212,14 +228,6 @@ class OpenAIChatAgent(ProtocolAgent):
         return request_body(settings, "messages", items, cls.render_options(settings))
 
     # -- sending ------------------------------------------------------------------
-    def send(self, payload: dict[str, Any]) -> Reply:
-        return self._post(compact_json(payload))
-
-    def send_prepared(self, request: PreparedRequest) -> Reply:
-        return self._post(
-            request.body if request.body is not None else compact_json(request.payload)
-        )
-
     def _post(self, body: bytes) -> Reply:
         types = openai_sdk().types
         resp = post_openai(self._client, self.api_path, types.chat.ChatCompletion, body, "choices")

@@ -24,9 +24,13 @@ from vical.agent.backends._common import (
     render_options,
     request_body,
 )
-from vical.agent.backends.openai_chat import make_openai_client, openai_sdk, post_openai
+from vical.agent.backends.openai_chat import (
+    PostsSerialisedBody,
+    make_openai_client,
+    openai_sdk,
+    post_openai,
+)
 from vical.agent.base import register_agent
-from vical.agent.bodies import PreparedRequest, compact_json
 from vical.agent.protocol import (
     Media,
     Message,
@@ -55,7 +59,7 @@ def _usage_from(u: Any) -> dict[str, int]:
 
 
 @register_agent("openai-responses")
-class OpenAIResponsesAgent(ProtocolAgent):
+class OpenAIResponsesAgent(PostsSerialisedBody, ProtocolAgent):
     """The Responses API through the official ``openai`` SDK."""
 
     default_key_env = "OPENAI_API_KEY"
@@ -84,14 +88,6 @@ class OpenAIResponsesAgent(ProtocolAgent):
     def assemble(cls, items: list[dict[str, Any]], settings: Mapping[str, Any]) -> dict[str, Any]:
         options = render_options(settings, max_tokens="max_output_tokens", reasoning=effort_object)
         return request_body(settings, "input", items, options)
-
-    def send(self, payload: dict[str, Any]) -> Reply:
-        return self._post(compact_json(payload))
-
-    def send_prepared(self, request: PreparedRequest) -> Reply:
-        return self._post(
-            request.body if request.body is not None else compact_json(request.payload)
-        )
 
     def _post(self, body: bytes) -> Reply:
         types = openai_sdk().types
