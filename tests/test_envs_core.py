@@ -94,6 +94,15 @@ def test_restored_start_equals_replayed_start(task):
     finally:
         env.close()
 
+    # verification's path: saved unchecked at the first reset, restored from then on
+    trusted = VicalEnv(task, make_adapter(task), starts="trusted")
+    try:
+        assert observe(trusted, actions) == expected, "first (replayed, trusted) start differs"
+        play_episode(trusted, "between")
+        assert observe(trusted, actions) == expected, "trusted restored start differs"
+    finally:
+        trusted.close()
+
 
 @pytest.mark.parametrize("task", sweep_params())
 def test_restored_start_without_begin_equals_replayed(task):
@@ -158,6 +167,48 @@ def test_start_snapshots_can_be_turned_off(monkeypatch):
     env.close()
     with make_env(task) as env2:
         assert env2.adapter is not adapter, "a simulator was pooled with start snapshots off"
+
+
+def test_starts_names_one_of_three_ways():
+    task = next(t for t in ALL_TASKS if t.env.env == "taxi")
+    adapter = make_adapter(task)
+    with pytest.raises(ValueError, match="starts='fast'.*checked, trusted, replayed"):
+        VicalEnv(task, adapter, starts="fast")
+    adapter.close()
+
+
+def test_replayed_starts_save_nothing_and_are_never_pooled():
+    task = next(t for t in ALL_TASKS if t.env.env == "pong")
+    close_idle()
+    env = make_env(task, starts="replayed")
+    adapter = env.adapter
+    frames = []
+    for _ in range(3):
+        frames.append(frame_sha256(env.reset()))
+        play_episode(env, "replayed", limit=5)
+    assert len(set(frames)) == 1
+    assert start_state(adapter) is None and not reusable(adapter)
+    env.close()
+    with make_env(task) as env2:
+        assert env2.adapter is not adapter
+
+
+def test_trusted_and_checked_starts_keep_their_own_snapshots():
+    """A simulator pooled by a trusted environment does not lend its unchecked
+    snapshot to a checked one: the checked environment still replays and checks."""
+    task = next(t for t in ALL_TASKS if t.env.env == "taxi")
+    close_idle()
+    env = make_env(task, starts="trusted")
+    adapter = env.adapter
+    first = frame_sha256(env.reset())
+    assert frame_sha256(env.reset()) == first  # restored from the unchecked snapshot
+    assert reusable(adapter) and start_state(adapter) is None
+    env.close()
+    with make_env(task) as checked:
+        assert checked.adapter is adapter
+        assert frame_sha256(checked.reset()) == first  # replayed: no checked start yet
+        assert start_state(adapter) is None
+    close_idle()
 
 
 def test_snapshot_failing_at_the_start_falls_back_to_replay():

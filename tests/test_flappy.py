@@ -75,3 +75,21 @@ def test_survival_reward_is_ignored():
         env.step(pilot(env))
     assert not env.done and env.score() == 0.0
     env.close()
+
+
+@pytest.mark.parametrize("task", select_tasks("flappybird")[:3], ids=lambda t: t.id)
+def test_frames_read_from_the_surface_equal_the_simulators_render(task):
+    """The adapter's row-major read of the drawn surface is render()'s frame, pixel for pixel."""
+    import numpy as np
+
+    env = make_env(task)
+    first = env.reset()
+    assert np.array_equal(first, env.adapter.env.render())
+    frames = 0
+    while not env.done:
+        s = env.step(pilot(env))
+        assert s.frame.flags.c_contiguous and s.frame.flags.writeable
+        assert np.array_equal(s.frame, env.adapter.env.render()), f"decision {s.index}"
+        frames += 1
+    env.close()
+    assert frames > 30

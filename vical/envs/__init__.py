@@ -146,22 +146,26 @@ def close_idle() -> None:
         _IDLE.popleft()[2].close()
 
 
-def make_env(task: TaskSpec | str) -> VicalEnv:
+def make_env(task: TaskSpec | str, starts: str = "checked") -> VicalEnv:
     """Build the environment of a task (a TaskSpec or an id such as ``taxi/state1``).
 
     Closing the environment hands its simulator back to this process: the next
     ``make_env`` of an equal task reuses it instead of building a new simulator:
     from the simulator's second reset on, its start state is restored from a
     checked snapshot rather than replayed (see :mod:`vical.envs.core`).
+    ``starts``: ``checked`` (that default), ``trusted`` (saved unchecked at the
+    first reset, for callers that re-check surprises on replayed starts) or
+    ``replayed`` (a new simulator that replays every start).
     """
     if isinstance(task, str):
         task = get_task(task)
     packages = tuple(game_packages())
-    adapter = _take_idle(task) if start_snapshots_enabled() else None
+    reuse = start_snapshots_enabled() and starts != "replayed"
+    adapter = _take_idle(task) if reuse else None
     if adapter is None:
         adapter = make_adapter(task)
     spec = task
-    return VicalEnv(task, adapter, release=lambda a: _release(spec, packages, a))
+    return VicalEnv(task, adapter, release=lambda a: _release(spec, packages, a), starts=starts)
 
 
 __all__ = [

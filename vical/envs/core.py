@@ -22,6 +22,14 @@ frame; every later reset of that adapter restores it instead of replaying
 the snapshot exact costs about three replays of the start: a simulator reset
 once (one episode per task and process, the common case in tests and small runs)
 pays nothing extra. ``VICAL_REPLAY_STARTS=1`` turns this off.
+
+Three ways to reach the start (``starts=`` of :class:`VicalEnv` and
+:func:`vical.envs.make_env`): ``checked`` (the default, above), ``trusted``
+(the snapshot is saved at the simulator's first reset without the check, for a
+caller that re-checks any surprising result on replayed starts, as
+verification does: a bundle's claims either match or are replayed again the
+slow way before a verdict), and ``replayed`` (every start replayed, the path
+``VICAL_REPLAY_STARTS=1`` forces everywhere).
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -65,7 +74,6 @@ class Step:
     index: int
     action: str
     frame: np.ndarray
-    frame_sha256: str
     terminated: bool
     truncated: bool
     outcome: str | None
@@ -75,6 +83,16 @@ class Step:
     @property
     def done(self) -> bool:
         return self.terminated or self.truncated
+
+    @cached_property
+    def frame_sha256(self) -> str:
+        """sha256 of the frame (:func:`frame_sha256`), computed on first access.
+
+        Runs, verification and the Gymnasium wrapper read it for every decision;
+        callers that only play (searches, experts, benchmarks of the simulator)
+        never pay for hashing a frame they do not record.
+        """
+        return frame_sha256(self.frame)
 
 
 @dataclass(frozen=True)
@@ -248,7 +266,11 @@ class StartState:
 # start). Weak keys: a dropped adapter takes its start with it.
 _PLAYED = "played"
 _REPLAY = "replay"
+_PLAYED_NOW = "played now"  # reset() only: this call has just played the start
 _STARTS: weakref.WeakKeyDictionary[Adapter, StartState | str] = weakref.WeakKeyDictionary()
+# Start states saved without the check, for ``starts="trusted"`` environments only.
+_TRUSTED: weakref.WeakKeyDictionary[Adapter, StartState] = weakref.WeakKeyDictionary()
+STARTS = ("checked", "trusted", "replayed")
 
 # set to 1 to replay every start (the path taken before start snapshots existed)
 REPLAY_STARTS_VAR = "VICAL_REPLAY_STARTS"
@@ -269,7 +291,7 @@ def reusable(adapter: Adapter) -> bool:
     """Whether a later reset brings the adapter back to its start whatever it went through:
     it has a saved start state or has played one start and not failed the snapshot check."""
     known = _STARTS.get(adapter)
-    return isinstance(known, StartState) or known == _PLAYED
+    return isinstance(known, StartState) or known == _PLAYED or adapter in _TRUSTED
 
 
 # one decision as recorded for replay: (action, started, lives watched, frame drawn after it).
@@ -287,11 +309,16 @@ class VicalEnv:
         adapter: Adapter,
         release: Callable[[Adapter], None] | None = None,
         save_first_start: bool = False,
+        starts: str = "checked",
     ):
         """``release``: called with the adapter by :meth:`close` instead of closing it
         (:func:`vical.envs.make_env` hands its adapters back to a per-process pool).
         ``save_first_start``: save the start state at the simulator's first reset
-        rather than its second (worth it when the simulator will be reset again)."""
+        rather than its second (worth it when the simulator will be reset again).
+        ``starts``: ``checked``, ``trusted`` or ``replayed`` (module docstring)."""
+        if starts not in STARTS:
+            raise ValueError(f"starts={starts!r}: expected one of {', '.join(STARTS)}")
+        self._starts = starts
         self.task = task
         self.adapter = adapter
         self._release = release
@@ -330,9 +357,23 @@ class VicalEnv:
                 f"{self.task.id}: this environment was closed and its simulator handed on; "
                 "make a new one with vical.envs.make_env"
             )
-        known = _STARTS.get(self.adapter) if start_snapshots_enabled() else _REPLAY
+        replay = self._starts == "replayed" or not start_snapshots_enabled()
+        known: StartState | str | None = _REPLAY if replay else _STARTS.get(self.adapter)
         frame: np.ndarray | None = None
-        if isinstance(known, StartState):
+        if self._starts == "trusted" and not isinstance(known, StartState) and known != _REPLAY:
+            known = _TRUSTED.get(self.adapter)
+            if known is None:
+                # the first start of this simulator: played, then saved unchecked
+                self._play_start()
+                frame = self._checked_frame()
+                try:
+                    _TRUSTED[self.adapter] = StartState(self.adapter.snapshot(), frame.copy())
+                except Exception:  # no snapshot here: this simulator replays its starts
+                    _STARTS[self.adapter] = _REPLAY
+                known = _PLAYED_NOW
+        if known == _PLAYED_NOW:
+            pass
+        elif isinstance(known, StartState):
             # a saved start: the simulator state as the replay left it, its frame drawn
             self.adapter.restore(known.native)
             frame = known.frame.copy()
@@ -438,7 +479,6 @@ class VicalEnv:
             index=self.steps,
             action=action,
             frame=self._frame,
-            frame_sha256=frame_sha256(self._frame),
             terminated=terminated,
             truncated=truncated,
             outcome=ending,
@@ -535,8 +575,8 @@ class VicalEnv:
 
     def _start_snapshot(self) -> Any:
         """The adapter's snapshot of the start state just played and drawn, if it proves
-        exact there, else None; either way the simulator is then left in that state,
-        replayed (so that it stands exactly as after a reset without snapshots).
+        exact there, else None; either way the simulator is then left in that state
+        (restored from the snapshot that just proved exact, else replayed).
 
         Two seeded probes of eight decisions (taken as the human-init replay takes
         them) must each see the same frames, rewards and endings twice: the first
@@ -574,7 +614,10 @@ class VicalEnv:
                 ok = run(probes[1]) == restored
         except Exception:  # a snapshot that cannot run here is simply not used
             ok = False
-        replayed()
+        if ok:
+            self.adapter.restore(native)
+        else:
+            replayed()
         return native if ok else None
 
     # -- reading -----------------------------------------------------------

@@ -33,6 +33,8 @@ os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "hide")
 
 import flappy_bird_gymnasium  # noqa: F401  (registers FlappyBird-v0)
+import numpy as np
+import pygame
 
 from vical.envs.core import Tick
 from vical.envs.gymbase import GymAdapter
@@ -83,6 +85,24 @@ class FlappyAdapter(GymAdapter):
             "crashed": self.crashed,
             "bird_y": int(env._player_y),
         }
+
+    def frame(self) -> np.ndarray:
+        """The frame ``render()`` returns, read row by row from the drawn surface.
+
+        ``FlappyBirdEnv.render`` draws the same surface and returns pygame's
+        column-major array transposed, which every consumer (hash, PNG) then has
+        to copy into row order; ``pygame.image.tobytes`` gives the row-major
+        pixels directly. tests/test_flappy.py checks both agree on every frame of
+        played episodes.
+        """
+        if self._frame is None:
+            game = self.env.unwrapped
+            game._draw_surface(show_score=False, show_rays=False)
+            surface = game._surface
+            width, height = surface.get_size()
+            pixels = bytearray(pygame.image.tobytes(surface, "RGB"))
+            self._frame = np.frombuffer(pixels, dtype=np.uint8).reshape(height, width, 3)
+        return self._frame
 
     def close(self) -> None:
         # FlappyBirdEnv.close() calls pygame.quit(), which would tear down the

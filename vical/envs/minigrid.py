@@ -436,6 +436,10 @@ class MiniGridAdapter(GymAdapter):
     """Common part: the custom simulator, the partial-view frame, the model and seen cells."""
 
     carry_strip = False
+    # The sub-goal distance memo is a pure function of (sub-goal, state) for the
+    # layout built at reset: snapshots share it instead of copying it, so restores
+    # (every reset after the first, searches) keep what earlier play computed.
+    _SHARED = GymAdapter._SHARED | {"_dist_cache"}
 
     def make_env(self) -> gym.Env:
         cls = SIM_IDS[self.task.env.sim_id]
