@@ -172,7 +172,7 @@ def test_start_snapshots_can_be_turned_off(monkeypatch):
 def test_starts_names_one_of_three_ways():
     task = next(t for t in ALL_TASKS if t.env.env == "taxi")
     adapter = make_adapter(task)
-    with pytest.raises(ValueError, match="starts='fast'.*checked, trusted, replayed"):
+    with pytest.raises(ValueError, match=r"starts='fast'.*checked, trusted, replayed"):
         VicalEnv(task, adapter, starts="fast")
     adapter.close()
 

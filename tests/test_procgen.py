@@ -118,3 +118,39 @@ def test_search_expert_finds_a_passing_leaper_crossing():
     assert result.passed and result.outcome == "Victory"
     score, passed, outcome = play("leaper/seed257", result.actions)
     assert (score, passed, outcome) == (result.score, result.passed, result.outcome)
+
+
+PROCGEN_ENVS = ["bigfish", "bossfight", "caveflyer", "dodgeball", "heist", "leaper", "ninja"]
+
+
+@pytest.mark.parametrize("env_key", PROCGEN_ENVS)
+def test_info_read_after_one_observe_equals_get_info(env_key):
+    """The adapter reads the info buffers its own observe() filled; a second Procgen
+    simulator stepped with the same native actions and read through gym3's
+    get_info() (which observes again) shows the same frame and completion flag."""
+    import random
+
+    from vical.spec import select_tasks
+
+    task = select_tasks(env_key)[0]
+    env = make_env(task)
+    adapter = env.adapter
+    adapter.reset(task.variant.seed)  # both simulators at the seeded level's first frame
+    ref = adapter.make_env(task.variant.seed)
+    natives = list(task.env.actions.values())
+    rng = random.Random(env_key)
+    drawn = 0
+    for _ in range(150):
+        a = rng.choice(natives)
+        tick = adapter.act(a)
+        ref.act(np.array([int(a)], dtype=np.int32))
+        _, _, first = ref.observe()
+        info = ref.get_info()[0]
+        assert tick.terminated == bool(first[0])
+        assert tick.info["level_complete"] == bool(info.get("prev_level_complete", 0))
+        if not tick.terminated:
+            assert np.array_equal(adapter.frame(), info["rgb"])
+            drawn += 1
+    ref.close()
+    env.close()
+    assert drawn > 100

@@ -270,6 +270,17 @@ class ProcgenAdapter(Adapter):
             return np.array(self.env.observe()[1]["rgb"][0], dtype=np.uint8, copy=True)
         return np.array(self.env.get_info()[0]["rgb"], dtype=np.uint8, copy=True)
 
+    def _observed_info(self) -> dict[str, Any]:
+        """The info the last ``observe()`` filled in, read without observing again.
+
+        gym3's ``get_info()`` runs the C observe a second time, and Procgen draws
+        its 512x512 frame on every observe: reading the info buffers the
+        ``observe()`` in :meth:`act` has just filled halves the drawing per step.
+        tests/test_procgen.py checks frames and level-complete flags against
+        ``get_info()`` over played episodes.
+        """
+        return {key: values[0] for key, values in self.env._info.items()}
+
     def state(self) -> GameState:
         return parse_state(self.env.get_state()[0])
 
@@ -279,7 +290,7 @@ class ProcgenAdapter(Adapter):
         reward = float(rew[0])
         ended = bool(first[0])
         # Only an ending step can complete a level; reading info costs a 512x512 copy.
-        info = self.env.get_info()[0] if (ended or self.render) else {}
+        info = self._observed_info() if (ended or self.render) else {}
         complete = bool(info.get("prev_level_complete", 0))
         if not ended and self.render:
             # A terminating step has already restarted the level: keep the last frame.
