@@ -33,6 +33,15 @@ def slow(session: nox.Session) -> None:
 
 
 @nox.session(python=PY)
+def ray(session: nox.Session) -> None:
+    """`vical eval --executor ray` against a Ray cluster the tests start on 127.0.0.1: a
+    worker killed mid-run, Ctrl-C and resume (tests marked ray). Installs the ray extra,
+    which `all` leaves out."""
+    _install(session, "all,dev,ray")
+    session.run("python", "-m", "pytest", "-m", "ray", "tests/test_run_ray.py", *session.posargs)
+
+
+@nox.session(python=PY)
 def lint(session: nox.Session) -> None:
     """ruff lint and format check, mypy, and the layering contracts (lint-imports).
 
@@ -59,6 +68,21 @@ def dataset(session: nox.Session) -> None:
     session.run("vical", "dataset", "build", "--out", "build/dataset", *session.posargs)
     session.run("vical", "dataset", "verify", "build/dataset")
     session.run("vical", "dataset", "stats")
+
+
+@nox.session(python=PY)
+def wm(session: nox.Session) -> None:
+    """World-model track: the 400 cases built twice (byte-identical), every exact read-back,
+    the HTTP world model end to end; then the four controls on all 400 cases and their report."""
+    _install(session)
+    tests = [f"tests/test_wm_{m}.py" for m in ("cases", "readback", "score", "http")]
+    session.run("python", "-m", "pytest", "-m", "slow or not slow", *tests, *session.posargs)
+    session.run("vical", "wm", "build", "--out", "build/wm")
+    runs = [f"runs/wm-{c}" for c in ("simulator", "copy-last", "noop", "shuffled")]
+    for run in runs:
+        control = run.removeprefix("runs/wm-")
+        session.run("vical", "wm", "eval", "--wm", control, "--cases", "build/wm", "--out", run)
+    session.run("vical", "wm", "report", *runs, "--out", "runs/wm-report.md")
 
 
 @nox.session(python=PY)
@@ -134,8 +158,12 @@ def interop(session: nox.Session) -> None:
 
 @nox.session(python=PY)
 def lock(session: nox.Session) -> None:
-    """Re-resolve requirements.lock from pyproject.toml (review the diff before committing)."""
-    session.install("-e", ".[all,dev]")
+    """Pin what pyproject.toml added to requirements.lock, keeping every existing pin
+    (``nox -s lock -- --upgrade`` re-resolves everything; review the diff either way)."""
+    if "--upgrade" in session.posargs:
+        session.install("-e", ".[all,dev]")
+    else:
+        session.install("-c", LOCK, "-e", ".[all,dev]")
     # --all keeps setuptools (a runtime dependency of the dataset extra); pip is the
     # installer, not a dependency
     out = session.run(

@@ -21,6 +21,19 @@ def task_params(env_keys=None):
     ]
 
 
+def per_env_sweep(tasks):
+    """pytest params over ``tasks`` where the default suite takes, per environment, its
+    first task and its first task with a human-init sequence; the rest are marked
+    ``slow`` (``nox -s slow`` runs every task)."""
+    params, seen = [], set()
+    for t in tasks:
+        key = (t.env.env, bool(t.variant.init_actions))
+        marks = () if key not in seen else (pytest.mark.slow,)
+        seen.add(key)
+        params.append(pytest.param(t, id=t.id, marks=marks))
+    return params
+
+
 CHROMIUM = __import__("shutil").which("chromium") or __import__("shutil").which("chromium-browser")
 # Flags that keep headless Chromium quiet on a machine whose network reaches no Google host.
 CHROMIUM_ARGS = [

@@ -236,10 +236,18 @@ def test_serve_baseline_rejects_an_unknown_fault_kind():
     assert "'teapot'" in out and "empty-body" in out
 
 
+def test_serve_baseline_rejects_an_unknown_auditor_mode():
+    result = CliRunner().invoke(app, ["serve-baseline", "--auditor", "lenient"])
+    assert result.exit_code == 2
+    out = " ".join(result.output.split())
+    assert "--auditor 'lenient'" in out and "contradictory" in out
+
+
 def test_serve_baseline_help_lists_the_flags():
     result = CliRunner().invoke(app, ["serve-baseline", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
-    for flag in ("--fault-rate", "--fault-kinds", "--retry-after", "--host", "--port", "--seed"):
+    flags = ("--fault-rate", "--fault-kinds", "--retry-after", "--host", "--port", "--seed")
+    for flag in (*flags, "--wm", "--auditor"):
         assert flag in result.output
     assert "401-echo" in result.output and "hang" in result.output
 

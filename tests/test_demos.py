@@ -6,6 +6,7 @@ import io
 
 import numpy as np
 import pytest
+from conftest import per_env_sweep
 from PIL import Image
 
 from vical.authoring.plan import MAX_FRAMES, MIN_FRAMES, check_package
@@ -101,7 +102,8 @@ def test_package_rule_rejects_opening_start():
         check_package(task, [at_opening])
 
 
-@pytest.mark.parametrize("task", TASKS_WITH_DEMOS, ids=lambda t: t.id)
+# every task's package under `slow`; one plain and one human-init task per environment here
+@pytest.mark.parametrize("task", per_env_sweep(TASKS_WITH_DEMOS))
 def test_demo_package(task):
     videos = load_demo_package(task)
     assert 1 <= len(videos) <= 4

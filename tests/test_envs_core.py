@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from conftest import ALL_TASKS, task_params
+from conftest import ALL_TASKS, per_env_sweep
 
 from vical.envs import close_idle, make_adapter, make_env
 from vical.envs.core import REPLAY_STARTS_VAR, VicalEnv, frame_sha256, reusable, start_state
@@ -25,16 +25,9 @@ N_ACTIONS = 10
 
 
 def sweep_params():
-    """Every task; the default suite takes, per environment, its first task and its first
-    task with a human-init sequence, and ``nox -s slow`` (marker ``slow``) the rest."""
-    params, seen = [], set()
-    for p in task_params():
-        (task,) = p.values
-        key = (task.env.env, bool(task.variant.init_actions))
-        marks = () if key not in seen else (pytest.mark.slow,)
-        seen.add(key)
-        params.append(pytest.param(task, id=p.id, marks=marks))
-    return params
+    """Every task; the default suite takes one plain and one human-init task per
+    environment, ``nox -s slow`` (marker ``slow``) the rest."""
+    return per_env_sweep(ALL_TASKS)
 
 
 def fixed_actions(task, salt: str) -> list[str]:

@@ -177,6 +177,19 @@ def test_report_cli_writes_every_format(runs):
     assert "http://" not in html and "https://" not in html  # self-contained
 
 
+def test_report_links_a_viewer_exported_next_to_it(runs, tmp_path):
+    root, a, _, _ = runs
+    out = tmp_path / "rep"
+    r = runner.invoke(app, ["report", str(a), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert 'id="viewer-link"' not in (out / "report.html").read_text()
+    (out / "view").mkdir()
+    (out / "view" / "index.html").write_text("<!doctype html>")
+    r = runner.invoke(app, ["report", str(a), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert '<a id="viewer-link" href="view/index.html">' in (out / "report.html").read_text()
+
+
 def test_report_errors_are_clear(runs, tmp_path):
     root, a, *_ = runs
     r = runner.invoke(app, ["report", str(tmp_path / "missing")])

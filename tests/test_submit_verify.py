@@ -229,3 +229,33 @@ def test_verify_cli_exit_codes(run, tmp_path):
     assert gone.returncode == 2 and "no such bundle file" in gone.stderr
     nokey = subprocess.run([*cli, str(good)], capture_output=True, text=True, cwd=tmp_path)
     assert nokey.returncode == 2 and "no trusted public key" in nokey.stderr
+
+
+def test_a_wrong_saved_start_cannot_fail_an_honest_episode(run):
+    """Verification restores each task's start from a snapshot saved without the check;
+    an episode that then disagrees with its claims is replayed again from replayed
+    starts, and only that second replay decides. A saved start that lies (here: the
+    state a few decisions later) shows up as problems on the fast path and as none in
+    the verdict."""
+    from vical.envs import close_idle, make_env
+    from vical.envs.core import _TRUSTED, StartState, frame_sha256
+    from vical.submit.verify import _replay_task, replay_one
+
+    d = run[0]
+    payload = (_episode(d / "run") / "eval_result.json").read_text()
+    close_idle()
+    env = make_env("taxi/state1", starts="trusted")
+    start = frame_sha256(env.reset())
+    for a in env.action_names:
+        if env.done or env.step(a).frame_sha256 != start:
+            break
+    assert not env.done and frame_sha256(env.frame) != start
+    _TRUSTED[env.adapter] = StartState(env.adapter.snapshot(), env.frame.copy())
+    env.close()  # the poisoned simulator waits in the pool for the next taxi/state1
+
+    _, problems, _ = replay_one(payload, starts="trusted")
+    assert problems, "the poisoned start was not used"
+    [(index, name, problems, facts)] = _replay_task([(7, payload)])
+    assert (index, name, problems) == (7, "taxi__state1__r0", [])
+    assert facts["frame_hashes"] == json.loads(payload)["frame_hashes"]
+    close_idle()

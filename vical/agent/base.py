@@ -38,6 +38,7 @@ class EpisodeContext:
     action_names: list[str]
     max_steps: int
     demos: list[Any] = field(default_factory=list)
+    rules: str = "basic"  # which rules text the first turn carries: basic or detailed
 
 
 @dataclass(frozen=True)

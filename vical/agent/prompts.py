@@ -5,7 +5,9 @@ wording lives in one place and a change to it is one diff. The wording is
 our own; it carries what paper Appendix 2.1 says each turn must carry
 (environment id, basic rules, decision horizon, legal action names,
 demonstration context, the current frame; later the previous action and the
-new frame) and nothing more. Reward numbers are never mentioned.
+new frame) and nothing more. Reward numbers are never mentioned. Under the
+ablation condition ``--rules detailed`` the first turn also carries the task's
+detailed rules (:func:`rules_text`).
 
 The legal actions are always listed on one line that starts with
 :data:`ACTIONS_PREFIX`; the baseline server reads that line to know what it
@@ -35,7 +37,28 @@ def find_actions_line(text: str) -> list[str] | None:
     return [a.strip() for a in m.group(1).split(",") if a.strip()]
 
 
-def task_intro(task: TaskSpec, action_names: list[str], max_steps: int) -> str:
+RULES_LEVELS = ("basic", "detailed")
+
+
+def rules_text(task: TaskSpec, rules: str = "basic") -> str:
+    """The rules block of the first turn under one rules condition (paper Section 4.4).
+
+    ``basic``: the task's basic rules, what the screen cannot show (the default,
+    the benchmark's setting). ``detailed``: the same, then the task's detailed
+    rules, which spell out the mechanics the demonstrations otherwise show
+    (Table 5's "detailed rule" rows).
+    """
+    if rules not in RULES_LEVELS:
+        raise ValueError(f"rules must be one of {', '.join(RULES_LEVELS)}, not {rules!r}")
+    text = task.env.rules.basic.strip()
+    if rules == "detailed":
+        text += "\n\nHow the game works:\n" + task.env.rules.detailed.strip()
+    return text
+
+
+def task_intro(
+    task: TaskSpec, action_names: list[str], max_steps: int, rules: str = "basic"
+) -> str:
     """Opening block of the first turn: what game, its hidden rules, the budget, the actions."""
     return (
         f"Game: {task.env.name} (environment id: {task.env.paper_id}).\n"
@@ -43,7 +66,7 @@ def task_intro(task: TaskSpec, action_names: list[str], max_steps: int) -> str:
         "Each time you answer, your move is applied and you receive the screen that follows.\n"
         "\n"
         "What the screen cannot show you:\n"
-        f"{task.env.rules.basic.strip()}\n"
+        f"{rules_text(task, rules)}\n"
         "\n"
         f"You have at most {max_steps} moves in this episode.\n"
         f"{actions_line(action_names)}"

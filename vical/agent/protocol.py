@@ -544,6 +544,7 @@ class ProtocolAgent(Agent):
                     "backend": self.name,
                     "settings": self.settings(),
                     "task": ctx.task.id,
+                    "rules": ctx.rules,
                     "demos": [self._demo_summary(d) for d in ctx.demos],
                 }
             )
@@ -861,7 +862,7 @@ class ProtocolAgent(Agent):
         }
 
     def _first_message(self, ctx: EpisodeContext, obs: Observation) -> Message:
-        text = prompts.task_intro(ctx.task, ctx.action_names, ctx.max_steps)
+        text = prompts.task_intro(ctx.task, ctx.action_names, ctx.max_steps, ctx.rules)
         parts: list[Part] = [{"type": "text", "text": text}]
         n = len(ctx.demos)
         if n:

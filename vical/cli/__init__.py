@@ -10,10 +10,15 @@ the order ``vical --help`` lists them:
 ``eval``     ``vical eval``, ``vical baseline random`` (:class:`EvalOptions`)
 ``report``   ``vical report`` (:class:`ReportOptions`)
 ``submit``   ``vical keygen|submit|verify``, ``vical leaderboard add|build``
+``scale``    ``vical merge`` (shards of a run or of a verification), ``--shard`` parsing
 ``serve``    ``vical serve-baseline``
 ``tasks``    ``vical tasks list|show|digest|sheet|make-init``
 ``demos``    ``vical demos make|pack|render``
 ``dataset``  ``vical dataset build|verify|stats|push``
+``play``     ``vical play`` (a person plays tasks in the browser)
+``view``     ``vical view`` (runs and bundles in the browser, static export)
+``audit``    ``vical audit RUN|run|report|sample|label|agreement`` (trajectory audits)
+``wm``       ``vical wm build|eval|report|verify`` (the world-model track)
 
 Start-up stays light: at import time these modules load only the standard library,
 typer, rich and two stdlib-only vical modules (errors, paper). Each command imports
@@ -34,13 +39,18 @@ import typer
 from vical import __version__
 from vical.cli._common import _RootGroup, console
 from vical.cli._common import select as _select
+from vical.cli.audit import audit_app
 from vical.cli.dataset import dataset_app
 from vical.cli.demos import demos_app
 from vical.cli.eval import ApiOptions, EvalOptions, baseline_app, eval_cmd
+from vical.cli.play import play_cmd
 from vical.cli.report import ReportOptions, report_cmd
+from vical.cli.scale import merge_cmd
 from vical.cli.serve import serve_baseline
 from vical.cli.submit import keygen_cmd, leaderboard_app, submit_cmd, verify_cmd
 from vical.cli.tasks import number_sources, tasks_app
+from vical.cli.view import view_cmd
+from vical.cli.wm import wm_app
 
 __all__ = [
     "ApiOptions",
@@ -84,11 +94,16 @@ app.command("keygen")(keygen_cmd)
 app.command("submit")(submit_cmd)
 app.command("serve-baseline")(serve_baseline)
 app.command("verify")(verify_cmd)
+app.command("merge")(merge_cmd)
+app.command("play")(play_cmd)
+app.command("view")(view_cmd)
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(baseline_app, name="baseline")
 app.add_typer(leaderboard_app, name="leaderboard")
 app.add_typer(demos_app, name="demos")
 app.add_typer(dataset_app, name="dataset")
+app.add_typer(audit_app, name="audit")
+app.add_typer(wm_app, name="wm")
 
 
 def main() -> None:

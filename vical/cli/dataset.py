@@ -15,14 +15,24 @@ dataset_app = typer.Typer(help="The Hugging Face dataset folder.", no_args_is_he
 def dataset_build(
     out: Path = typer.Option(Path("build/dataset"), "--out", "-o", help="Dataset folder."),
     tasks: str = typer.Option(None, "--tasks", "-t", help="Task globs (default: every task)."),
+    wm_cases: Path = typer.Option(
+        None,
+        "--wm-cases",
+        help="A world-model case folder (vical wm build) to publish as the configuration 'wm'.",
+    ),
+    workers: int = typer.Option(
+        None, "--workers", "-j", min=1, help="Tasks rendered at once (default: one per core)."
+    ),
 ) -> None:
     """Build the dataset folder (parquet rows, MP4 demos, card) loadable by datasets."""
 
     from vical.dataset import build_dataset, verify_dataset
     from vical.run.pool import Interrupted
 
+    if wm_cases is not None and not (wm_cases / "cases.jsonl").is_file():
+        fail(f"--wm-cases {wm_cases}: no cases.jsonl there; build one with `vical wm build`")
     try:
-        root = build_dataset(out, tasks)
+        root = build_dataset(out, tasks, wm_cases=wm_cases, workers=workers)
     except (Interrupted, KeyboardInterrupt):
         interrupted(
             f"the partial build was removed and {out} was left as it was; "

@@ -23,6 +23,7 @@ from vical.cli.report import ReportOptions, write_report
 
 if TYPE_CHECKING:
     from vical.run.runner import RunSummary
+    from vical.run.shard import Shard
 
 baseline_app = typer.Typer(help="Reference runs (the random baseline).", no_args_is_help=True)
 
@@ -93,6 +94,10 @@ class EvalOptions:
     preflight: bool = True
     retry_errors: bool = True
     max_consecutive_errors: int = 5
+    shard: Shard | None = None  # play only this slice of the episodes (vical.run.shard)
+    executor: str = "local"  # how episodes fan out: local processes or a Ray cluster
+    ray_address: str | None = None  # --executor ray: the cluster (default $RAY_ADDRESS)
+    rules: str = "basic"  # the rules text of the prompt: basic or detailed (ablation)
     agent_kwargs: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -105,6 +110,11 @@ class EvalOptions:
             )
         if self.frames not in FRAME_MODES:
             raise OptionError(f"--frames {self.frames!r} is not one of: {', '.join(FRAME_MODES)}")
+        if self.rules not in ("basic", "detailed"):
+            raise OptionError(f"--rules {self.rules!r} is not one of: basic, detailed")
+        from vical.cli.scale import check_executor
+
+        check_executor(self.executor, self.ray_address)
         kwargs: dict[str, Any] = {"seed": self.seed}
         if self.agent != "random":
             if self.api is None:
@@ -177,7 +187,8 @@ def run_and_report(opts: EvalOptions) -> None:
     resume = resume_command(out)
     console.print(
         f"[bold]vical eval[/]: {len(tasks)} tasks x {opts.runs} run(s), agent {opts.agent}, "
-        f"output {out}"
+        + (f"shard {opts.shard}, " if opts.shard else "")
+        + f"output {out}"
     )
     settings = _agent_settings(opts)
     price = _price(opts, settings)
@@ -196,6 +207,10 @@ def run_and_report(opts: EvalOptions) -> None:
             price=price,
             retry_errors=opts.retry_errors,
             max_consecutive_errors=opts.max_consecutive_errors,
+            shard=opts.shard,
+            rules=opts.rules,
+            executor=opts.executor,
+            ray_address=opts.ray_address,
         )
     except (Interrupted, KeyboardInterrupt):
         interrupted(f"finished episodes are kept in {out}; to resume, run {resume}")
@@ -208,6 +223,8 @@ def run_and_report(opts: EvalOptions) -> None:
         nxt = f"vical submit {out} --key <private key from vical keygen>"
         if not opts.report:
             nxt = f"vical report {out}, then {nxt}"
+        if opts.shard:
+            nxt = f"once all {opts.shard.count} shards are done, vical merge SHARD... --out RUN"
         say(f"next: {nxt}")
     problems = []
     if summary.failed:
@@ -313,6 +330,13 @@ def eval_cmd(
     demos: bool = typer.Option(
         True, "--demos/--no-demos", help="Send the demonstration videos (ablation: --no-demos)."
     ),
+    rules: str = typer.Option(
+        "basic",
+        "--rules",
+        metavar="basic|detailed",
+        help="Rules text of the prompt: basic (the benchmark's setting) or detailed (adds "
+        "each task's detailed rules; the ablation of paper Table 5, with --demos/--no-demos).",
+    ),
     report: bool = typer.Option(
         True, "--report/--no-report", help="Print and write the Table-1 report at the end."
     ),
@@ -349,6 +373,27 @@ def eval_cmd(
         min=0,
         help="Stop the run after this many infrastructure failures in a row (0: never).",
     ),
+    shard: str = typer.Option(
+        None,
+        "--shard",
+        metavar="I/N",
+        help="Play only slice I (from 0) of N of the episodes, e.g. one machine of a "
+        "cluster; `vical merge` puts the N shard folders together into one run.",
+    ),
+    executor: str = typer.Option(
+        "local",
+        "--executor",
+        metavar="local|ray",
+        help="Where episodes run: local (worker processes on this machine) or ray (tasks "
+        "on an existing Ray cluster; needs the ray extra and --ray-address or RAY_ADDRESS; "
+        "--concurrency then defaults to the cluster's CPUs).",
+    ),
+    ray_address: str = typer.Option(
+        None,
+        "--ray-address",
+        help="The Ray cluster for --executor ray: HOST:PORT of its head, ray://HOST:10001 "
+        "(Ray Client), or `local` (a private cluster on this machine). Default: $RAY_ADDRESS.",
+    ),
 ) -> None:
     """Evaluate an agent on tasks; writes one folder per episode and a run manifest.
 
@@ -361,6 +406,8 @@ def eval_cmd(
     command resumes it. Episodes that end because the endpoint failed are
     reported apart, make the command exit 1, and are re-run on resume.
     """
+    from vical.cli.scale import shard_option
+
     api = ApiOptions(
         endpoint=endpoint,
         model=model,
@@ -389,6 +436,10 @@ def eval_cmd(
         preflight=preflight,
         retry_errors=retry_errors,
         max_consecutive_errors=max_consecutive_errors,
+        shard=shard_option(shard),
+        rules=rules,
+        executor=executor,
+        ray_address=ray_address,
     )
     run_and_report(opts)
 
@@ -403,10 +454,22 @@ def baseline_random(
     workers: int = typer.Option(None, "--workers", "-j", min=1, help="Parallel episodes."),
     seed: int = typer.Option(0, "--seed", help="Run seed."),
     frames: str = typer.Option("none", "--frames", help="PNG frames to save: none, failed, all."),
+    shard: str = typer.Option(
+        None, "--shard", metavar="I/N", help="Play only slice I (from 0) of N (see vical eval)."
+    ),
 ) -> None:
     """The random reference: uniform legal actions, 3 runs per task, as a normal run folder."""
+    from vical.cli.scale import shard_option
+
     run_and_report(
         EvalOptions(
-            tasks=tasks, out=out, runs=runs, seed=seed, workers=workers, frames=frames, demos=False
+            tasks=tasks,
+            out=out,
+            runs=runs,
+            seed=seed,
+            workers=workers,
+            frames=frames,
+            demos=False,
+            shard=shard_option(shard),
         )
     )

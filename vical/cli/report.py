@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -21,6 +22,14 @@ class ReportOptions:
     random: Path | None = None  # the random reference's run folder
     strip_task: str | None = None
     html: bool = True
+    paired: bool = False  # the first run minus the second, per column, on matched episodes
+
+    def __post_init__(self) -> None:
+        if self.paired and len(self.runs) != 2:
+            raise typer.BadParameter(
+                f"--paired compares exactly two run folders (A B), got {len(self.runs)}",
+                param_hint="RUNS",
+            )
 
 
 def write_report(opts: ReportOptions) -> None:
@@ -32,6 +41,14 @@ def write_report(opts: ReportOptions) -> None:
         doc = build_document(runs, random_dir=opts.random, strip_task=opts.strip_task)
     except (FileNotFoundError, ValueError) as e:
         fail(str(e))
+    if opts.paired:
+        from vical.report.stats import paired_table1
+
+        a, b = (r.name for r in doc["runs"])
+        try:
+            doc["paired"] = {"a": a, "b": b, **paired_table1(doc["results"][a], doc["results"][b])}
+        except ValueError as e:
+            fail(f"--paired: {e}")
     target = opts.out or (runs[0] if len(runs) == 1 else Path("report"))
     paths = write_document(doc, target, html=opts.html)
     reports = [*doc["runs"], *([doc["random"]] if doc["random"] is not None else [])]
@@ -51,7 +68,63 @@ def write_report(opts: ReportOptions) -> None:
         table.add_row(c, *cells)
     console.print(table)
     console.print("S: score 0-100, P%: pass rate, by Table 1 column")
+    for r in reports:
+        iv = (r.intervals or {}).get("All") or {}
+        s, p = iv.get("score"), iv.get("pass_rate")
+        if s and p and s["low"] is not None and p["low"] is not None:
+            console.print(
+                f"{r.name}: All S {s['estimate']:.1f} [{s['low']:.1f}, {s['high']:.1f}], "
+                f"P% {p['estimate']:.0f} [{p['low']:.0f}, {p['high']:.0f}] "
+                f"({100 * s['level']:.0f}% interval, environments resampled)",
+                soft_wrap=True,
+            )
+    if doc.get("paired"):
+        _print_paired(doc["paired"])
+    if doc.get("table5"):
+        from vical.report.sections import table5_rows
+
+        headers, rows, _ = table5_rows(doc["table5"])
+        t5 = Table(title="Table 5: demonstration video and rule specificity (S / P%)")
+        for i, head in enumerate(headers):
+            t5.add_column(head, justify="left" if i == 0 else "right")
+        for row in rows:
+            t5.add_row(*row)
+        console.print(t5)
     console.print("report written to " + ", ".join(str(p) for p in paths.values()))
+
+
+def _print_paired(paired: dict[str, Any]) -> None:
+    """The per-column difference A - B with its interval."""
+    table = Table(title=f"Paired: {paired['a']} minus {paired['b']}")
+    for head in ("column", "Δ S", "interval", "Δ P%", "interval"):
+        table.add_column(head, justify="left" if head == "column" else "right")
+    for c in TABLE1_COLUMNS:
+        cell = paired["columns"][c]
+        s, p = cell["score"], cell["pass_rate"]
+        if s is None:
+            table.add_row(c, "–", "–", "–", "–")
+            continue
+        table.add_row(
+            c,
+            f"{s['estimate']:+.1f}",
+            _span(s, 1),
+            f"{p['estimate']:+.0f}",
+            _span(p, 0),
+        )
+    console.print(table)
+    console.print(
+        f"{paired['matched_episodes']} matched episodes over {paired['matched_tasks']} tasks "
+        f"(same task and run index); left out: {paired['only_a']} only in {paired['a']}, "
+        f"{paired['only_b']} only in {paired['b']}. Intervals: 95%, environments resampled "
+        "with each task's pair kept together.",
+        soft_wrap=True,
+    )
+
+
+def _span(iv: dict[str, Any], d: int) -> str:
+    if iv.get("low") is None:
+        return "–"
+    return f"[{iv['low']:+.{d}f}, {iv['high']:+.{d}f}]"
 
 
 def report_cmd(
@@ -75,8 +148,22 @@ def report_cmd(
         help="Task id for the same-start trajectory strips (default: one every run played).",
     ),
     html: bool = typer.Option(True, "--html/--no-html", help="Also write report.html."),
+    paired: bool = typer.Option(
+        False,
+        "--paired",
+        help="With two runs A B over the same tasks: A minus B per Table-1 column on the "
+        "episodes both played (matched by task and run index), with a 95% interval that "
+        "resamples environments.",
+    ),
 ) -> None:
     """Table 1 for one or more runs side by side, the paper's analyses and figures."""
     write_report(
-        ReportOptions(runs=tuple(runs), out=out, random=random, strip_task=strip_task, html=html)
+        ReportOptions(
+            runs=tuple(runs),
+            out=out,
+            random=random,
+            strip_task=strip_task,
+            html=html,
+            paired=paired,
+        )
     )

@@ -20,6 +20,8 @@ class ServeOptions:
     fault_rate: float
     fault_kinds: tuple[str, ...]  # checked names (vical.serve.parse_fault_kinds)
     retry_after: float
+    wm: str = "copy-last"  # how world-model requests are answered (copy-last, blank)
+    auditor: str = "valid"  # how audit requests are answered (vical.serve.auditor.AUDITOR_MODES)
 
     def argv(self) -> list[str]:
         return [
@@ -37,6 +39,10 @@ class ServeOptions:
             ",".join(self.fault_kinds),
             "--retry-after",
             str(self.retry_after),
+            "--wm",
+            self.wm,
+            "--auditor",
+            self.auditor,
         ]
 
 
@@ -60,6 +66,18 @@ def serve_baseline(
     ),
     retry_after: float = typer.Option(
         1.0, "--retry-after", min=0.0, help="Retry-After seconds sent with an injected 429."
+    ),
+    wm: str = typer.Option(
+        "copy-last",
+        "--wm",
+        help="How world-model requests (POST /v1/wm/predict) are answered: copy-last "
+        "(the last context frame) or blank (black frames).",
+    ),
+    auditor: str = typer.Option(
+        "valid",
+        "--auditor",
+        help="How trajectory-audit requests (vical audit) are answered: valid, malformed, "
+        "contradictory or mixed (a model named auditor-MODE chooses per request).",
     ),
 ) -> None:
     """Serve the baseline model over OpenAI-compatible and Gemini HTTP APIs (models:
@@ -87,5 +105,13 @@ def serve_baseline(
         fault_rate=fault_rate,
         fault_kinds=kinds,
         retry_after=retry_after,
+        wm=wm,
+        auditor=auditor,
     )
+    if wm not in ("copy-last", "blank"):
+        raise OptionError(f"--wm {wm!r}: choose copy-last or blank")
+    from vical.serve.auditor import AUDITOR_MODES
+
+    if auditor not in AUDITOR_MODES:
+        raise OptionError(f"--auditor {auditor!r}: choose {', '.join(AUDITOR_MODES)}")
     server_main(opts.argv(), prog="vical serve-baseline")

@@ -174,6 +174,16 @@ def verify_cmd(
     ),
     workers: int = typer.Option(None, "--workers", "-j", min=1, help="Parallel replays."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print every episode verdict."),
+    shard: str = typer.Option(
+        None,
+        "--shard",
+        metavar="I/N",
+        help="Replay only slice I (from 0) of N of the episodes (every other check covers "
+        "the whole bundle); needs --out. `vical merge` joins the N verdict files.",
+    ),
+    verdict_out: Path = typer.Option(
+        None, "--out", "-o", help="Also write the verdict to this JSON file."
+    ),
 ) -> None:
     """Check a bundle: signature first, then a bounded unpack of only what the signed
     manifest lists, schema, task data, coverage, consistency, and a replay of every
@@ -184,9 +194,13 @@ def verify_cmd(
     public key, a bad option); 130 interrupted.
     """
 
+    from vical.cli.scale import shard_option
     from vical.run.pool import Interrupted
     from vical.submit.verify import DEFAULT_KEYRING, VerifyError, verify_bundle
 
+    part = shard_option(shard)
+    if part is not None and verdict_out is None:
+        fail(f"--shard {part} needs --out FILE: the verdict file `vical merge` joins", code=2)
     if not bundle.exists():
         fail(f"{bundle}: no such bundle file", code=2)
     for p in pubkey or []:
@@ -199,7 +213,10 @@ def verify_cmd(
             code=2,
         )
     try:
-        v = verify_bundle(bundle, pubkeys=pubkey or None, workers=workers)
+        # a world-model bundle is re-scored against truth rebuilt from the simulators
+        v = verify_bundle(
+            bundle, pubkeys=pubkey or None, workers=workers, shard=part, accept_wm=part is None
+        )
     except (Interrupted, KeyboardInterrupt):
         interrupted(
             f"verification only reads {bundle}, so nothing was changed; "
@@ -210,6 +227,12 @@ def verify_cmd(
     if verbose:
         for ep in v.episodes:
             console.print(f"{'ok' if ep.ok else 'MISMATCH'}\t{ep.episode}")
+    if verdict_out is not None:
+        from vical.submit.shards import bundle_sha256, write_verdict
+
+        write_verdict(verdict_out, v, bundle_sha256(bundle), part)
+    if part is not None:
+        console.print(f"shard {part} of the replay; verdict written to {verdict_out}")
     _print_verdict(v)
     if not v.ok:
         raise typer.Exit(1)

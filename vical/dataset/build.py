@@ -33,11 +33,12 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from string import Template
 from typing import Any
 
-from vical.spec import TaskSpec, select_tasks
+from vical.spec import TaskSpec, get_task, select_tasks
 
 # the card template ships inside the package so that an installed vical can build the card
 CARD_TEMPLATE = Path(__file__).with_name("card_template.md")
@@ -111,7 +112,10 @@ def task_row(task: TaskSpec, videos_dir: Path | None = None) -> dict[str, Any]:
         if videos_dir is not None:
             p = videos_dir / f"{v.sha256}.mp4"
             if not p.exists():
-                p.write_bytes(v.mp4)
+                # named by content: workers writing the same clip write the same bytes
+                part = p.with_name(f".{p.name}.{os.getpid()}")
+                part.write_bytes(v.mp4)
+                os.replace(part, p)
     e, var = task.env, task.variant
     return {
         "id": task.id,
@@ -220,8 +224,10 @@ def verify_dataset(root: Path | str) -> list[str]:
     return problems
 
 
-def write_parquet(rows: list[dict[str, Any]], path: Path):
+def write_parquet(rows: list[dict[str, Any]], path: Path, features: Any = None):
     """Write the rows as the split's parquet file; return its ``datasets.DatasetInfo``.
+
+    ``features``: the configuration's features (default: the task rows').
 
     The Arrow table is made straight from the features' schema (which carries their
     ``huggingface`` metadata), not through ``Dataset.from_list``: encoding a media value
@@ -232,7 +238,7 @@ def write_parquet(rows: list[dict[str, Any]], path: Path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    features = _features()
+    features = _features() if features is None else features
     table = pa.Table.from_pylist(rows, schema=features.arrow_schema)
     ds = datasets.Dataset(datasets.table.InMemoryTable(table))
     if ds.features != features:  # the schema metadata did not carry the feature types
@@ -254,11 +260,14 @@ def render_card(
     n_tasks: int,
     info=None,
     template: Path = CARD_TEMPLATE,
+    wm_info=None,
 ) -> str:
     """The dataset card: ``vical/dataset/card_template.md`` filled with the statistics.
 
     ``info`` (the ``datasets.DatasetInfo`` that :func:`write_parquet` returns) becomes
     the header's ``dataset_info`` block (features, splits, sizes), after ``configs``.
+    ``wm_info``: the same for the world-model configuration ``wm``, when the folder
+    has one (its config entry, its ``dataset_info`` and a section are then added).
     """
     from vical.demos.stats import format_stats, stats_table
 
@@ -284,14 +293,81 @@ def render_card(
     if "dataset_info" in meta:
         raise ValueError(f"{template}: dataset_info is written by the build, not the template")
     card_data = DatasetCardData()
-    datasets.info.DatasetInfosDict({"default": info}).to_dataset_card_data(card_data)
+    infos = {"default": info}
+    if wm_info is not None:
+        from vical.wm.hf import WM_CONFIG, WM_DATA_FILE
+
+        infos[WM_CONFIG] = wm_info
+        meta["configs"].append(
+            {"config_name": WM_CONFIG, "data_files": [{"split": SPLIT, "path": WM_DATA_FILE}]}
+        )
+        body += _WM_SECTION.format(
+            split=SPLIT, path=WM_DATA_FILE, n=wm_info.splits[SPLIT].num_examples
+        )
+    datasets.info.DatasetInfosDict(infos).to_dataset_card_data(card_data)
     meta["dataset_info"] = card_data["dataset_info"]
     header = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=100)
     return f"---\n{header}---\n{body}"
 
 
-def build_dataset(out: Path | str, patterns: str | None = None) -> Path:
+_WM_SECTION = """
+## World-model cases (configuration `wm`)
+
+`{path}` ({n} rows, split `{split}`; `load_dataset(DIR, "wm")`): one row per
+world-model case. A case gives the last frames the simulator showed
+(`context_frames`, with the actions between them in `context_actions`), a fixed
+`intervention` (canonical action names) and the simulator's true frame after
+each of its actions (`truth_frames`), with its specification: the initial
+condition, the permitted intervention, the required change and the protected
+state (facts read from simulator state, as JSON) and the evidence rule. Cases of
+one context (`group`) differ only in their intervention and lead to visibly
+different outcomes. `case_json` holds the whole case (`vical.wm.hf.row_to_case`).
+"""
+
+
+def _task_row_job(job: tuple[str, str]) -> dict[str, Any]:
+    task_id, videos_dir = job
+    return task_row(get_task(task_id), Path(videos_dir))
+
+
+def task_rows(
+    tasks: list[TaskSpec],
+    videos_dir: Path,
+    workers: int | None = None,
+    on_abort: Callable[[], None] | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`task_row` for every task, in task order, on ``workers`` processes
+    (default: one per core) through :func:`vical.run.pool.run_pool`, the pool that
+    evaluation and verification use. A task that fails stops the build, naming it.
+    ``on_abort`` runs when a second signal makes the process exit at once."""
+    from vical.run.pool import run_pool
+
+    rows: dict[str, dict[str, Any]] = {}
+
+    def on_result(job: tuple[str, str], row: Any, error: BaseException | None) -> bool:
+        if error is not None:
+            raise RuntimeError(f"{job[0]}: {type(error).__name__}: {error}") from error
+        rows[job[0]] = row
+        return True
+
+    jobs = [(t.id, str(videos_dir)) for t in tasks]
+    n = max(1, min(workers or os.cpu_count() or 1, len(jobs) or 1))
+    run_pool(_task_row_job, jobs, n, on_result, on_abort=on_abort)
+    return [rows[t.id] for t in tasks]
+
+
+def build_dataset(
+    out: Path | str,
+    patterns: str | None = None,
+    wm_cases: Path | str | None = None,
+    workers: int | None = None,
+) -> Path:
     """Build the dataset folder for the selected tasks (all by default) at ``out``.
+
+    Rows are made on ``workers`` processes (default: one per core; :func:`task_rows`).
+
+    ``wm_cases``: a world-model case folder (``vical wm build``) to publish as the
+    second configuration, ``wm`` (``wm/test-00000-of-00001.parquet``).
 
     Writes into a temporary sibling folder and renames it into place, so a
     finished folder is never half-written. Rendering goes through the demo cache.
@@ -316,14 +392,18 @@ def build_dataset(out: Path | str, patterns: str | None = None) -> Path:
 
     # first signal: KeyboardInterrupt here, then Interrupted once tmp is removed; a
     # second: remove tmp and exit at once; never during the final rename
-    with SignalScope(lambda: shutil.rmtree(tmp, ignore_errors=True)) as stop:
+    def remove_tmp() -> None:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    with SignalScope(remove_tmp) as stop:
         try:
             (tmp / "videos").mkdir()
             (tmp / "data").mkdir()
-            rows = [task_row(t, tmp / "videos") for t in tasks]
+            rows = task_rows(tasks, tmp / "videos", workers, on_abort=remove_tmp)
             info = write_parquet(rows, tmp / DATA_FILE)
+            wm_info = None if wm_cases is None else _write_wm(Path(wm_cases), tmp)
             stats = demo_stats(tasks, resolutions=True)
-            (tmp / "README.md").write_text(render_card(stats, len(tasks), info))
+            (tmp / "README.md").write_text(render_card(stats, len(tasks), info, wm_info=wm_info))
             (tmp / "stats.json").write_text(json.dumps(stats, indent=1, sort_keys=True) + "\n")
             write_manifest(tmp)
             with stop.deferred():
@@ -341,8 +421,20 @@ def build_dataset(out: Path | str, patterns: str | None = None) -> Path:
     return out
 
 
-def load_dataset_folder(root: Path | str, offline: bool = True):
-    """``datasets.load_dataset`` on a built folder (offline by default); its test split."""
+def _write_wm(cases_dir: Path, root: Path):
+    """The world-model configuration's parquet file from a case folder; its DatasetInfo."""
+    from vical.wm.cases import load_cases
+    from vical.wm.hf import WM_DATA_FILE, case_row, wm_features
+
+    rows = [case_row(c, cases_dir) for c in load_cases(cases_dir)]
+    (root / WM_DATA_FILE).parent.mkdir(parents=True, exist_ok=True)
+    return write_parquet(rows, root / WM_DATA_FILE, wm_features())
+
+
+def load_dataset_folder(root: Path | str, offline: bool = True, config: str | None = None):
+    """``datasets.load_dataset`` on a built folder (offline by default); its test split.
+
+    ``config``: ``"wm"`` for the world-model cases (default: the tasks)."""
     if offline:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -352,7 +444,9 @@ def load_dataset_folder(root: Path | str, offline: bool = True):
     # local folder by its name and config, so a folder rebuilt at the same path could
     # be read back as its old contents (seen: a 342-task folder loading as 25 rows).
     with tempfile.TemporaryDirectory(prefix="vical-ds-cache-") as cache:
-        return datasets.load_dataset(str(root), split=SPLIT, cache_dir=cache, keep_in_memory=True)
+        return datasets.load_dataset(
+            str(root), config, split=SPLIT, cache_dir=cache, keep_in_memory=True
+        )
 
 
 def push_dataset(root: Path | str, repo: str, dry_run: bool = False) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from vical.outcomes import episode_name
 from vical.report import analyses as an
-from vical.report.table import RunReport, build_report
+from vical.report.table import RunReport, ablation_table, build_report, run_condition
 from vical.report.usage import manifest_model, report_usage, run_usage
 from vical.run.results import (
     EvalResult,
@@ -65,7 +65,7 @@ def build_document(
     reports: list[RunReport] = []
     for name, d in zip(run_names, dirs, strict=True):
         results = load_results(d)
-        reports.append(build_report(results, name))
+        reports.append(build_report(results, name, condition=run_condition(d)))
         runs[name] = results
         folders[name] = d
     random_report = random_results = None
@@ -73,7 +73,9 @@ def build_document(
     if random_dir is not None:
         random_name = names[-1]
         random_results = load_results(Path(random_dir))
-        random_report = build_report(random_results, random_name)
+        random_report = build_report(
+            random_results, random_name, condition=run_condition(Path(random_dir))
+        )
         folders[random_name] = Path(random_dir)
 
     # per-run tables include the random reference as a last, labelled row
@@ -147,6 +149,10 @@ def build_document(
         # episodes the endpoint or network ended: not results, left out of every figure
         "infrastructure_failures": {k: v for k, v in infra.items() if v},
         "usage": usage,
+        # Table 5, when the runs hold one model under several ablation conditions
+        "table5": ablation_table(
+            reports, runs, {name: manifest_model(folders[name]) for name in runs}
+        ),
     }
 
 
@@ -227,6 +233,9 @@ def document_json(doc: dict[str, Any], figures: dict[str, tuple[str, bytes]]) ->
             "infrastructure_failures": doc.get("infrastructure_failures", {}),
             "usage": doc.get("usage"),
             "figures": {k: f"figures/{k}.png" for k in figures},
+            # only with `vical report A B --paired` / several conditions of one model
+            **({"paired": doc["paired"]} if doc.get("paired") else {}),
+            **({"table5": doc["table5"]} if doc.get("table5") else {}),
         }
     )
 
@@ -271,5 +280,7 @@ def write_document(doc: dict[str, Any], out_dir: Path, html: bool = True) -> dic
     atomic_write_bytes(paths["md"], render_document_markdown(doc, figures).encode())
     if html:
         paths["html"] = out_dir / "report.html"
-        atomic_write_bytes(paths["html"], render_html(doc, figures).encode())
+        # a viewer exported next to the report (vical view --export DIR/view) is linked
+        viewer = "view/index.html" if (out_dir / "view" / "index.html").is_file() else None
+        atomic_write_bytes(paths["html"], render_html(doc, figures, viewer).encode())
     return paths

@@ -59,8 +59,14 @@ def _figure(stem: str, caption: str, png: bytes) -> str:
     )
 
 
-def render_html(doc: dict[str, Any], figures: dict[str, tuple[str, bytes]]) -> str:
-    """The report page: a header, a table of contents, then each section with its figures."""
+def render_html(
+    doc: dict[str, Any], figures: dict[str, tuple[str, bytes]], viewer: str | None = None
+) -> str:
+    """The report page: a header, a table of contents, then each section with its figures.
+
+    ``viewer`` is the relative address of an exported episode viewer (``vical view
+    --export``), linked from the header when given.
+    """
     sections = report_sections(doc)
     shown: set[str] = set()
     parts = []
@@ -89,6 +95,11 @@ def render_html(doc: dict[str, Any], figures: dict[str, tuple[str, bytes]]) -> s
         f"<p>Random reference: {escape(ref.name)} ({ref.n_episodes} episodes)</p>" if ref else ""
     )
     nav = "".join(f'<a href="#{s.key}">{escape(s.title)}</a>' for s in sections)
+    if viewer:
+        ref_line += (
+            f'<p>Episodes: <a id="viewer-link" href="{escape(viewer)}">every episode, '
+            "frame by frame, in the viewer</a></p>"
+        )
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

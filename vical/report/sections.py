@@ -12,7 +12,7 @@ from typing import Any
 
 from vical.outcomes import AGENT_FAILURES, ENVIRONMENT_FAILURES, FAILURE_MODES
 from vical.paper import TABLE1_COLUMNS, TABLE1_REFERENCE
-from vical.report.table import RunReport
+from vical.report.table import CONDITION_TITLES, CONDITIONS, RunReport
 
 
 @dataclass
@@ -56,8 +56,10 @@ def _table1(runs: list[RunReport], random: RunReport | None) -> Section:
         return cells
 
     for r in runs:
-        rows.append(row(f"{r.name} ({r.agent})", r))
-        classes.append("run")
+        # a `vical play` run (agent human) is a Human row, beside the paper's Human row
+        human = r.agent == "human"
+        rows.append(row(f"Human: {r.name}" if human else f"{r.name} ({r.agent})", r))
+        classes.append("run human" if human else "run")
     if random is not None:
         rows.append(row(f"Random reference: {random.name}", random))
         classes.append("reference")
@@ -71,6 +73,131 @@ def _table1(runs: list[RunReport], random: RunReport | None) -> Section:
         "over the tasks of each environment; every column weights its environments equally "
         "(an environment with several type tags counts in each). Rows marked (paper) are the "
         "paper's published numbers, for comparison.",
+        headers,
+        rows,
+        row_classes=classes,
+    )
+
+
+def _span(iv: dict[str, Any] | None, d: int) -> str:
+    """An interval as "[low, high]"; "–" when there is none (a single environment)."""
+    if not iv or iv.get("low") is None or iv.get("high") is None:
+        return "–"
+    return f"[{iv['low']:.{d}f}, {iv['high']:.{d}f}]"
+
+
+def _table1_intervals(runs: list[RunReport], random: RunReport | None) -> Section | None:
+    reps = [r for r in [*runs, *([random] if random else [])] if r.intervals]
+    if not reps:
+        return None
+    first = next(
+        (iv for r in reps for cell in (r.intervals or {}).values() for iv in cell.values() if iv),
+        None,
+    )
+    level = f"{100 * first['level']:.0f}%" if first else "95%"
+    resamples = f"{first['resamples']:,}" if first else "10,000"
+    headers = ["Model"] + [f"{c} {m}" for c in TABLE1_COLUMNS for m in ("S", "P%")]
+    rows = []
+    for r in reps:
+        assert r.intervals is not None
+        label = f"Random reference: {r.name}" if r is random else f"{r.name} ({r.agent})"
+        cells = [label]
+        for c in TABLE1_COLUMNS:
+            iv = r.intervals.get(c) or {}
+            cells += [_span(iv.get("score"), 1), _span(iv.get("pass_rate"), 0)]
+        rows.append(cells)
+    return Section(
+        "table1_intervals",
+        f"Table 1 uncertainty: {level} intervals",
+        f"The {level} interval of every Table-1 cell above, from a bootstrap that resamples "
+        f"environments ({resamples} resamples, seed 0): tasks of one environment move "
+        "together, since they share a game, its rules and its demonstrations. A column "
+        "with a single environment has no interval (–).",
+        headers,
+        rows,
+        row_classes=["reference" if r is random else "run" for r in reps],
+    )
+
+
+def _signed_span(iv: dict[str, Any] | None, d: int) -> str:
+    if not iv or iv.get("low") is None or iv.get("high") is None:
+        return "–"
+    return f"[{iv['low']:+.{d}f}, {iv['high']:+.{d}f}]"
+
+
+def _paired(paired: dict[str, Any] | None) -> Section | None:
+    if not paired:
+        return None
+    rows = []
+    for c in TABLE1_COLUMNS:
+        s, p = paired["columns"][c]["score"], paired["columns"][c]["pass_rate"]
+        rows.append(
+            [c, "–", "–", "–", "–"]
+            if s is None
+            else [
+                c,
+                f"{s['estimate']:+.1f}",
+                _signed_span(s, 1),
+                f"{p['estimate']:+.0f}",
+                _signed_span(p, 0),
+            ]
+        )
+    return Section(
+        "paired",
+        f"Paired comparison: {paired['a']} minus {paired['b']}",
+        f"Differences per Table-1 column on the {paired['matched_episodes']} episodes both "
+        f"runs played ({paired['matched_tasks']} tasks, matched by task and run index; "
+        f"{paired['only_a']} episode(s) only in {paired['a']} and {paired['only_b']} only "
+        f"in {paired['b']} are left out). The 95% interval resamples environments, keeping "
+        "each task's two episodes together; an interval that excludes 0 is a difference "
+        "the environments sampled here support.",
+        ["Column", "Δ S", "Δ S interval", "Δ P%", "Δ P% interval"],
+        rows,
+    )
+
+
+def table5_rows(table5: list[dict[str, Any]]) -> tuple[list[str], list[list[str]], list[str]]:
+    """Table 5 as text: headers, rows (a model's S / P% per condition, then its change
+    against Base + Video with the paired interval of the score change), row classes."""
+    headers = ["Model", *(CONDITION_TITLES[k] for k, _, _ in CONDITIONS)]
+    rows: list[list[str]] = []
+    classes: list[str] = []
+    for row in table5:
+        cells = [row["model"]]
+        deltas = ["  change against Base + Video"]
+        for key, _, _ in CONDITIONS:
+            c = row["cells"].get(key)
+            if c is None:
+                cells.append("–")
+                deltas.append("–")
+                continue
+            cells.append(f"{_f(c['score'])} / {_f(c['pass_rate'], 0)}")
+            d = c.get("delta")
+            if d is None:
+                deltas.append("baseline" if key == "basic+video" else "–")
+                continue
+            paired = (d.get("paired") or {}).get("score")
+            deltas.append(
+                f"{_signed(d['score'], 1)} / {_signed(d['pass_rate'], 0)}"
+                + (f" {_signed_span(paired, 1)}" if paired else "")
+            )
+        rows += [cells, deltas]
+        classes += ["run", "reference"]
+    return headers, rows, classes
+
+
+def _table5(table5: list[dict[str, Any]] | None) -> Section | None:
+    if not table5:
+        return None
+    headers, rows, classes = table5_rows(table5)
+    return Section(
+        "table5",
+        "Table 5: demonstration video and rule specificity",
+        "Each cell: normalized score S / pass rate P% of one run of the model under one "
+        "condition (rules text: --rules basic|detailed; video: --demos/--no-demos). Base "
+        "rules with the video is the baseline; the line below a model gives each "
+        "condition's change against it (ΔS / ΔP%) and, in brackets, the 95% interval of "
+        "ΔS on the episodes both runs played, environments resampled.",
         headers,
         rows,
         row_classes=classes,
@@ -481,6 +608,9 @@ def report_sections(doc: dict[str, Any]) -> list[Section]:
     runs, random = doc["runs"], doc["random"]
     sections = [
         _table1(runs, random),
+        _table1_intervals(runs, random),
+        _paired(doc.get("paired")),
+        _table5(doc.get("table5")),
         _per_env(runs, random),
         _failure_modes(a["failure_modes"]),
         _failure_by_type(a["failure_by_type"]),

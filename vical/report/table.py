@@ -12,12 +12,14 @@ import json
 from collections import defaultdict
 from pathlib import Path
 from statistics import mean
+from typing import Any
 
 from pydantic import BaseModel
 
 from vical.errors import RunFolderError
 from vical.paper import TABLE1_COLUMNS, TABLE1_REFERENCE
-from vical.run.results import EvalResult, load_results
+from vical.report.stats import paired_table1, table1_intervals
+from vical.run.results import EvalResult, RunManifest, load_results
 
 
 class Cell(BaseModel):
@@ -43,14 +45,29 @@ class RunReport(BaseModel):
     n_envs: int
     columns: dict[str, Cell]
     envs: list[EnvRow]
+    # per column, score and pass rate with their environment-clustered bootstrap
+    # interval (vical.report.stats.table1_intervals); None in summaries made before them
+    intervals: dict[str, dict[str, dict[str, Any] | None]] | None = None
+    # the ablation condition the run was played under (rules text, demonstrations)
+    condition: dict[str, Any] | None = None
 
 
 def _column_members(tags: dict) -> list[str]:
     return [*tags["types"], tags["memory"], tags["dynamics"], "All"]
 
 
-def build_report(results: list[EvalResult], name: str) -> RunReport:
-    """Aggregate one run's results into Table-1 columns and per-environment rows."""
+def build_report(
+    results: list[EvalResult],
+    name: str,
+    intervals: bool = True,
+    condition: dict[str, Any] | None = None,
+) -> RunReport:
+    """Aggregate one run's results into Table-1 columns and per-environment rows.
+
+    With ``intervals`` every column also gets its environment-clustered 95%
+    bootstrap interval (10,000 resamples, seed 0). ``condition`` is recorded
+    as given (see :func:`run_condition`).
+    """
     if not results:
         raise RunFolderError(f"{name}: no finished episodes to report")
     by_task: dict[str, list[EvalResult]] = defaultdict(list)
@@ -96,16 +113,35 @@ def build_report(results: list[EvalResult], name: str) -> RunReport:
         n_envs=len(env_rows),
         columns=columns,
         envs=env_rows,
+        intervals=table1_intervals(results) if intervals else None,
+        condition=condition,
     )
+
+
+def run_condition(run_dir: Path) -> dict[str, Any] | None:
+    """The ablation condition of a run folder, from its manifest: ``{"rules": "basic" or
+    "detailed", "demos": bool}``; None for a folder without a readable manifest."""
+    path = Path(run_dir) / "manifest.json"
+    try:
+        m = RunManifest.model_validate_json(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return {"rules": m.rules, "demos": m.demos}
 
 
 def report_run(run_dir: Path) -> RunReport:
     run_dir = Path(run_dir)
-    return build_report(load_results(run_dir), run_dir.name)
+    return build_report(load_results(run_dir), run_dir.name, condition=run_condition(run_dir))
 
 
 def _fmt(x: float | None, digits: int = 1) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
+
+
+def _span(iv: dict[str, Any] | None, digits: int) -> str:
+    if not iv or iv.get("low") is None or iv.get("high") is None:
+        return "–"
+    return f"[{iv['low']:.{digits}f}, {iv['high']:.{digits}f}]"
 
 
 def render_markdown(reports: list[RunReport], reference: bool = True) -> str:
@@ -139,6 +175,24 @@ def render_markdown(reports: list[RunReport], reference: bool = True) -> str:
             f"{r.n_envs} environments; environments per column: "
             + ", ".join(f"{c} {r.columns[c].n_envs}" for c in TABLE1_COLUMNS)
         )
+    with_intervals = [r for r in reports if r.intervals]
+    if with_intervals:
+        lines += [
+            "",
+            "## 95% intervals",
+            "",
+            "Each column's interval from a bootstrap over environments (10,000 resamples, "
+            "seed 0); – where a column has a single environment.",
+            "",
+            head,
+            sep,
+        ]
+        for r in with_intervals:
+            cells = []
+            for c in TABLE1_COLUMNS:
+                iv = (r.intervals or {}).get(c) or {}
+                cells += [_span(iv.get("score"), 1), _span(iv.get("pass_rate"), 0)]
+            lines.append(f"| {r.name} ({r.agent}) | " + " | ".join(cells) + " |")
     lines += [
         "",
         "## Per environment",
@@ -166,3 +220,91 @@ def write_reports(reports: list[RunReport], out_dir: Path) -> tuple[Path, Path]:
     atomic_write_bytes(jpath, (json.dumps(payload, indent=2) + "\n").encode())
     atomic_write_bytes(mpath, render_markdown(reports).encode())
     return jpath, mpath
+
+
+# Table 5 (paper Section 4.4): one model under the four conditions of the ablation
+CONDITIONS: tuple[tuple[str, str, bool], ...] = (
+    ("basic+video", "basic", True),
+    ("basic+no-video", "basic", False),
+    ("detailed+video", "detailed", True),
+    ("detailed+no-video", "detailed", False),
+)
+CONDITION_TITLES = {
+    "basic+video": "Base rules, video",
+    "basic+no-video": "Base rules, no video",
+    "detailed+video": "Detailed rules, video",
+    "detailed+no-video": "Detailed rules, no video",
+}
+
+
+def _diff(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def condition_key(condition: dict[str, Any] | None) -> str | None:
+    """The condition's key ("basic+video", ...); None when it is unknown."""
+    if not condition:
+        return None
+    return f"{condition['rules']}+{'video' if condition['demos'] else 'no-video'}"
+
+
+def ablation_table(
+    reports: list[RunReport],
+    results: dict[str, list[EvalResult]],
+    models: dict[str, str | None],
+) -> list[dict[str, Any]] | None:
+    """Table 5: each model's runs under the ablation conditions, side by side.
+
+    Runs are grouped by model (the manifest's ``--model`` and the backend); a
+    group needs at least two conditions to be a row. Each cell holds the run's
+    overall score S and pass rate P%, and, for every condition but Base + Video
+    (the baseline), the change against the baseline with a paired interval over
+    the episodes both runs played (:func:`vical.report.stats.paired_table1`,
+    environments resampled). Returns None when no model has two conditions.
+    """
+    groups: dict[str, dict[str, RunReport]] = {}
+    for r in reports:
+        key = condition_key(r.condition)
+        if key is None:
+            continue
+        base_name = f"{models.get(r.name) or r.agent} ({r.agent})"
+        model, k = base_name, 2
+        # a second run of a condition already filled goes to the model's next row
+        while key in groups.setdefault(model, {}):
+            model, k = f"{base_name} #{k}", k + 1
+        groups[model][key] = r
+    rows = []
+    for model, runs in groups.items():
+        if len(runs) < 2:
+            continue
+        base = runs.get("basic+video")
+        cells: dict[str, dict[str, Any] | None] = {}
+        for key, _, _ in CONDITIONS:
+            run = runs.get(key)
+            if run is None:
+                cells[key] = None
+                continue
+            overall = run.columns["All"]
+            cell: dict[str, Any] = {
+                "run": run.name,
+                "score": overall.score,
+                "pass_rate": overall.pass_rate,
+                "n_episodes": run.n_episodes,
+                "delta": None,
+            }
+            if base is not None and run is not base:
+                try:
+                    paired = paired_table1(results[run.name], results[base.name])
+                except ValueError:
+                    paired = None
+                b = base.columns["All"]
+                cell["delta"] = {
+                    "score": _diff(overall.score, b.score),
+                    "pass_rate": _diff(overall.pass_rate, b.pass_rate),
+                    # on the episodes both runs played (None when they share none)
+                    "paired": paired["columns"]["All"] if paired else None,
+                    "matched_episodes": paired["matched_episodes"] if paired else 0,
+                }
+            cells[key] = cell
+        rows.append({"model": model, "baseline": base.name if base else None, "cells": cells})
+    return rows or None

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 # FAILURE_MODES is re-exported for the callers that import it from here
 from vical.outcomes import FAILURE_MODES, INFRASTRUCTURE_FAILURES, FailureMode  # noqa: F401
+from vical.run.shard import MergedShard, ShardInfo
 
 
 class EvalResult(BaseModel):
@@ -67,6 +68,11 @@ class RunManifest(BaseModel):
     command: list[str] = Field(default_factory=list)
     image: dict[str, str] | None = None
     demos: bool = True
+    # which rules text the prompt carried (`vical eval --rules`); older manifests: basic
+    rules: str = Field(default="basic", pattern=r"^(basic|detailed)$")
+    # set by `vical eval --shard`; a merged run has none, and lists its shards instead
+    shard: ShardInfo | None = None
+    merged_from: list[MergedShard] | None = None
 
 
 def _read_umask() -> int:

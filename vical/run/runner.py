@@ -53,13 +53,17 @@ from vical.agent.costs import episode_cost
 from vical.errors import RunFolderError  # once defined here; still importable from here
 from vical.outcomes import episode_failure, episode_name  # episode_name: likewise
 from vical.run.results import FILE_MODE, EvalResult, RunManifest, atomic_write_json
+from vical.run.shard import Shard, ShardInfo, select_shard, shard_mismatch
 from vical.spec import TaskSpec, get_task, tasks_digest
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
+    from vical.agent import Agent
+
 _MIME_EXT = {"image/jpeg": "jpg", "image/png": "png", "video/mp4": "mp4"}
 FRAME_MODES = ("none", "failed", "all")
+EXECUTORS = ("local", "ray")  # how episodes fan out: worker processes, or a Ray cluster
 # agent settings that cannot change a result: they may differ on resume (each
 # episode's log records the values it ran with)
 NON_RESULT_SETTINGS = frozenset(
@@ -102,6 +106,7 @@ class EpisodeJob:
     frames: str = "none"
     demos: bool = True
     price: dict[str, float] | None = None
+    rules: str = "basic"  # the rules text the prompt carries: basic or detailed
 
 
 @dataclass
@@ -177,8 +182,14 @@ def _load_demos(task: TaskSpec, enabled: bool) -> list[Any]:
     return load_demo_package(task)
 
 
-def run_episode(job: EpisodeJob) -> str:
-    """Play one episode and move its folder into place. Returns the episode name."""
+def run_episode(job: EpisodeJob, agent: Agent | None = None) -> str:
+    """Play one episode and move its folder into place. Returns the episode name.
+
+    ``agent`` is the agent to play with, when the caller holds one already (a
+    person at ``vical play`` whose decisions come from the browser); by default
+    the job's registered backend is built. Either way the episode is written the
+    same way, and the agent is closed at the end.
+    """
     from vical.agent import EpisodeContext, Observation, get_agent
     from vical.envs import make_env
     from vical.envs.core import frame_sha256
@@ -194,7 +205,8 @@ def run_episode(job: EpisodeJob) -> str:
     t0 = time.perf_counter()
     agent_time = 0.0
     usage: dict[str, int] = {}
-    agent = get_agent(job.agent, **job.agent_kwargs)
+    if agent is None:
+        agent = get_agent(job.agent, **job.agent_kwargs)
     env = make_env(task)
     frames: list[npt.NDArray[np.uint8]] = []
     actions: list[str] = []
@@ -225,6 +237,7 @@ def run_episode(job: EpisodeJob) -> str:
                     action_names=task.action_names,
                     max_steps=task.max_steps,
                     demos=_load_demos(task, job.demos and agent.uses_demos),
+                    rules=job.rules,
                 )
             )
             previous: str | None = None
@@ -388,6 +401,8 @@ def settings_differences(old: RunManifest, new: RunManifest) -> list[str]:
     if old.demos != new.demos:
         demos_flag = "--demos" if old.demos else "--no-demos"
         out.append(f"demonstrations were {'on' if old.demos else 'off'}: pass {demos_flag}")
+    if old.rules != new.rules:
+        out.append(f"the rules text was {old.rules}, now {new.rules}: pass --rules {old.rules}")
     if old.agent == new.agent:
         keys = sorted(set(old.agent_settings) | set(new.agent_settings))
         for k in keys:
@@ -416,8 +431,13 @@ def prepare_run(
     run_seed: int,
     runs: int,
     demos: bool = True,
+    shard: ShardInfo | None = None,
+    rules: str = "basic",
 ) -> RunManifest:
     """Create (or check, when resuming) the run folder and its manifest.
+
+    ``shard`` is recorded when the run plays one slice of its episodes
+    (:mod:`vical.run.shard`); a folder is resumed only as the same slice.
 
     Call it with the folder's lock held (:func:`lock_run_folder`): it clears
     ``.partial/``, which only a writer of this folder may do.
@@ -438,6 +458,8 @@ def prepare_run(
         command=redact_argv(list(sys.argv)),
         image=image_info(),
         demos=demos,
+        rules=rules,
+        shard=shard,
     )
     path = run_dir / "manifest.json"
     if path.exists():
@@ -449,6 +471,9 @@ def prepare_run(
                 "choose another --out"
             ) from None
         diffs = settings_differences(old, manifest)
+        other_shard = shard_mismatch(old.shard, shard)
+        if other_shard:
+            raise RunFolderError(f"{run_dir} cannot be resumed by this command: {other_shard}")
         if diffs:
             raise RunFolderError(
                 f"{run_dir} holds a run with other settings, so its episodes cannot be "
@@ -623,8 +648,24 @@ def run_eval(
     price: dict[str, float] | None = None,
     retry_errors: bool = True,
     max_consecutive_errors: int = 5,
+    shard: Shard | None = None,
+    rules: str = "basic",
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> RunSummary:
     """Run every (task, run index) episode not yet finished in ``run_dir``.
+
+    With ``shard``, only that slice of the episodes (:func:`vical.run.shard.select_shard`)
+    is run, and the manifest records it so ``vical merge`` can put the slices together.
+
+    ``executor`` is ``local`` (worker processes, :func:`vical.run.pool.run_pool`) or
+    ``ray`` (tasks on the Ray cluster at ``ray_address``, or ``$RAY_ADDRESS``:
+    :mod:`vical.run.ray_executor`); ``workers`` is then the most episodes in flight
+    (default: the cluster's CPUs).
+
+    ``rules`` (``basic`` or ``detailed``) is the rules text the first turn carries
+    and ``demos`` whether it carries the demonstrations: the two conditions of the
+    paper's ablation (Section 4.4), both recorded in the manifest.
 
     ``price`` (USD per million input/output tokens) turns each episode's token
     usage into ``cost_usd``. ``frames`` is ``none``, ``failed`` or ``all``.
@@ -638,6 +679,10 @@ def run_eval(
 
     if frames not in FRAME_MODES:
         raise ValueError(f"frames must be one of {', '.join(FRAME_MODES)}, not {frames!r}")
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+    if rules not in ("basic", "detailed"):
+        raise ValueError(f"rules must be basic or detailed, not {rules!r}")
     agent_kwargs = dict(agent_kwargs or {})
     run_dir = Path(run_dir)
     with lock_run_folder(run_dir):
@@ -647,18 +692,24 @@ def run_eval(
             probe = get_agent(agent, **agent_kwargs)
             agent_settings = probe.settings()
             probe.close()
-        prepare_run(run_dir, tasks, agent, agent_settings, run_seed, runs, demos)
-        summary = RunSummary(run_dir, total=len(tasks) * runs, skipped=0, finished=0)
+        episodes = [(t.id, k) for t in tasks for k in range(runs)]
+        info = None
+        if shard is not None:
+            episodes, info = select_shard(tasks, runs, shard)
+        prepare_run(run_dir, tasks, agent, agent_settings, run_seed, runs, demos, info, rules)
+        summary = RunSummary(run_dir, total=len(episodes), skipped=0, finished=0)
         done = scan_episodes(run_dir, retry_errors, summary)
         jobs = [
-            EpisodeJob(t.id, k, agent, agent_kwargs, run_seed, str(run_dir), frames, demos, price)
-            for t in tasks
-            for k in range(runs)
-            if episode_name(t.id, k) not in done
+            EpisodeJob(
+                tid, k, agent, agent_kwargs, run_seed, str(run_dir), frames, demos, price, rules
+            )
+            for tid, k in episodes
+            if episode_name(tid, k) not in done
         ]
         summary.skipped = summary.total - len(jobs)
         if not jobs:
             return summary
+        in_flight = workers  # for ray: None is as many as the cluster has CPUs
         workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
         bar, room = _progress_bar(progress)
         tally = _Tally()
@@ -696,13 +747,16 @@ def run_eval(
                     total=summary.total,
                     completed=summary.skipped,
                 )
-                run_pool(
-                    run_episode,
-                    jobs,
-                    workers,
-                    on_result,
-                    on_abort=lambda: shutil.rmtree(run_dir / ".partial", ignore_errors=True),
-                )
+                clear = lambda: shutil.rmtree(run_dir / ".partial", ignore_errors=True)  # noqa: E731
+                if executor == "ray":
+                    from vical.run.ray_executor import ray_address as address
+                    from vical.run.ray_executor import run_on_ray
+
+                    run_on_ray(
+                        jobs, in_flight, on_result, address=address(ray_address), on_abort=clear
+                    )
+                else:
+                    run_pool(run_episode, jobs, workers, on_result, on_abort=clear)
         except Interrupted:
             shutil.rmtree(run_dir / ".partial", ignore_errors=True)
             raise

@@ -51,6 +51,12 @@ answers ``[Action:<name>]`` followed by one line of explanation. The
     per model name over the server's life. Model-name faults apply to every
     request, text-only ones included.
 
+A request from ``vical audit`` (one of its text parts is the JSON object
+``{"audit_context": …}``) gets a verdict instead of a move: ``valid``,
+``malformed``, ``contradictory`` or ``mixed``, by the server's ``auditor``
+setting (``--auditor``) or the model name ``auditor-<mode>``; see
+:mod:`~vical.serve.auditor`.
+
 Server-wide options make any model misbehave at a given rate
 (``fault_rate``, drawing a kind from ``fault_kinds``) and answer after a fixed
 ``delay``. The rate applies only to requests that carry at least one image,
@@ -65,6 +71,7 @@ request says, whatever the API), :mod:`~vical.serve.wire` (the three request
 formats read into a conversation, and the replies and errors written back),
 :mod:`~vical.serve.faults` (the fault kinds and what each does to a reply),
 :mod:`~vical.serve.policy` (the random, first and expert policies),
+:mod:`~vical.serve.auditor` (verdicts for audit requests),
 :mod:`~vical.serve.server` (:class:`BaselineServer` and its HTTP handler) and
 :mod:`~vical.serve.command` (the command line).
 """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from vical.serve.auditor import AUDITOR_MODES
 from vical.serve.faults import FAULT_KINDS, parse_fault_kinds
 from vical.serve.server import BaselineServer
 
@@ -34,6 +35,18 @@ def build_parser(prog: str = "python -m vical.serve") -> argparse.ArgumentParser
     ap.add_argument(
         "--retry-after", type=float, default=1.0, help="Retry-After seconds sent with a 429"
     )
+    ap.add_argument(
+        "--auditor",
+        choices=AUDITOR_MODES,
+        default="valid",
+        help="how `vical audit` requests are answered (model name auditor-<mode> overrides)",
+    )
+    ap.add_argument(
+        "--wm",
+        choices=("copy-last", "blank"),
+        default="copy-last",
+        help="how world-model requests (POST /v1/wm/predict) are answered",
+    )
     return ap
 
 
@@ -56,6 +69,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m vical.serve") -> 
         fault_rate=args.fault_rate,
         fault_kinds=args.fault_kinds,
         retry_after=args.retry_after,
+        auditor=args.auditor,
+        wm=args.wm,
     )
     faults = (
         f"\n  Injected faults:            rate {args.fault_rate:g} on image turns, "

@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from vical.serve.auditor import audit_context, auditor_answer, check_auditor_mode, request_mode
 from vical.serve.conversation import BadRequest, Conversation
 from vical.serve.faults import (
     BROKEN_BODIES,
@@ -38,8 +39,14 @@ class BaselineServer:
         fault_kinds: tuple[str, ...] = ("malformed",),
         retry_after: float = 1.0,
         record_bodies: bool = False,
+        auditor: str = "valid",
+        wm: str = "copy-last",
     ):
         check_fault_kinds(fault_kinds)
+        from vical.wm.protocol import check_server_mode
+
+        self.wm = check_server_mode(wm)  # how world-model requests (/v1/wm/predict) are answered
+        self.auditor = check_auditor_mode(auditor)  # verdict mode for audit requests
         self.seed = seed
         self.delay = delay
         self.fault_rate = fault_rate
@@ -104,6 +111,9 @@ class BaselineServer:
 
     def answer(self, conv: Conversation, raw: bytes, fault: Fault | None) -> tuple[str, str]:
         """(final text, visible reasoning) for a request."""
+        ctx = audit_context(conv)
+        if ctx is not None:  # a vical audit request: a verdict, not a move
+            return auditor_answer(ctx, request_mode(conv.model, self.auditor), raw, self.seed)
         legal = legal_actions(conv)
         seen = (
             f"Read {len(conv.images)} image(s) {conv.image_sizes[-3:]} and "
@@ -156,6 +166,11 @@ def _make_handler(server: BaselineServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             path = self.path.split("?", 1)[0]
+            if path == "/v1/wm/predict":  # the world-model protocol (vical.wm.protocol)
+                from vical.wm.protocol import serve_predict
+
+                self._send_json(*serve_predict(raw, server.wm))
+                return
             found = route(path)
             if found is None:
                 self._send_json(404, {"error": {"message": f"no route {path}"}})

@@ -153,6 +153,12 @@ def make_bundle(
             f"{run_dir} was run on task data {run_manifest.tasks_digest[:12]}, but this vical "
             f"has {tasks_digest()[:12]}; re-run the evaluation with this version"
         )
+    if run_manifest.shard is not None:
+        sh = run_manifest.shard
+        raise BundleError(
+            f"{run_dir} is shard {sh.index}/{sh.count} of a sharded evaluation; merge all "
+            f"{sh.count} shards first (vical merge SHARD... --out RUN) and bundle the merged run"
+        )
     short = short_tasks(run_dir, run_manifest.runs_per_task)
     if short:
         shown = ", ".join(short[:10]) + (" ..." if len(short) > 10 else "")
@@ -172,7 +178,10 @@ def make_bundle(
     files = collect_files(run_dir)
     from vical.report.table import build_report
 
-    summary = build_report(load_results(run_dir), run_manifest.run_id).model_dump()
+    condition = {"rules": run_manifest.rules, "demos": run_manifest.demos}
+    summary = build_report(
+        load_results(run_dir), run_manifest.run_id, condition=condition
+    ).model_dump()
     settings = run_manifest.agent_settings
     manifest = {
         "format": BUNDLE_FORMAT,
@@ -189,9 +198,18 @@ def make_bundle(
             "date": run_manifest.created_at,
         },
         "fingerprint": fingerprint(),
+        # the ablation condition (paper Table 5): only basic rules with demonstrations
+        # is ranked on the leaderboard; verify checks every log against it
+        "condition": condition,
         "summary": summary,
         "files": {p: file_entry(b) for p, b in sorted(files.items())},
     }
+    write_signed(manifest, files, key, Path(out))
+    return manifest
+
+
+def write_signed(manifest: dict[str, Any], files: dict[str, bytes], key: Any, out: Path) -> None:
+    """Sign ``manifest`` and write the bundle: manifest, signature, then ``files``."""
     mbytes = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
     pub = key.public_key()
     sig = {
@@ -210,4 +228,56 @@ def make_bundle(
         for p, data in sorted(files.items()):
             _add(tar, f"{TOP}/{p}", data)
     tmp.replace(out)
+
+
+# -- world-model results ---------------------------------------------------------------
+WM_KIND = "wm"
+
+
+def collect_wm_files(run_dir: Path) -> dict[str, bytes]:
+    """A world-model run's files (manifest, scores, summary, every predicted frame) under ``wm/``."""
+    files = {}
+    for p in sorted(run_dir.rglob("*")):
+        if p.is_file() and not p.name.endswith(".tmp"):
+            files[f"wm/{p.relative_to(run_dir).as_posix()}"] = p.read_bytes()
+    return files
+
+
+def make_wm_bundle(
+    run_dir: Path, key_path: Path, out: Path, team: str, model: str | None = None
+) -> dict[str, Any]:
+    """Pack and sign a scored world-model run (``vical wm eval``); returns the manifest.
+
+    The manifest has the fields of a run bundle (``kind: "wm"``; ``summary`` is the
+    run's ``summary.json``) and lists the run's files under ``wm/``; ``vical verify``
+    re-derives every case's truth from the simulator and re-scores the predictions.
+    """
+    from vical.wm.evaluate import MANIFEST, SUMMARY
+
+    run_dir = Path(run_dir)
+    if not (run_dir / SUMMARY).is_file() or not (run_dir / MANIFEST).is_file():
+        raise BundleError(
+            f"{run_dir}: not a scored world-model run (no {MANIFEST} and {SUMMARY}); "
+            "make one with `vical wm eval`"
+        )
+    run_manifest = json.loads((run_dir / MANIFEST).read_text())
+    key = load_private(key_path)
+    files = collect_wm_files(run_dir)
+    manifest = {
+        "format": BUNDLE_FORMAT,
+        "kind": WM_KIND,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "partial": False,
+        "missing_tasks": [],
+        "submitter": {
+            "team": team,
+            "model": model or str(run_manifest["model"]),
+            "endpoint_kind": str(run_manifest["model"]),
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        },
+        "fingerprint": fingerprint(),
+        "summary": json.loads((run_dir / SUMMARY).read_text()),
+        "files": {p: file_entry(b) for p, b in sorted(files.items())},
+    }
+    write_signed(manifest, files, key, Path(out))
     return manifest

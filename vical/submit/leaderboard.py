@@ -53,7 +53,8 @@ def add(
     sub = m["submitter"]
     digest = hashlib.sha256(Path(bundle).read_bytes()).hexdigest()
     sid = f"{_slug(sub['team'])}--{_slug(str(sub['model']))}--{digest[:8]}"
-    report = build_report(verdict.results, sid)
+    condition = verdict.condition
+    report = build_report(verdict.results, sid, condition=condition)
     entry = {
         "id": sid,
         "team": sub["team"],
@@ -67,6 +68,7 @@ def add(
         "signer": verdict.signer,
         "bundle_sha256": digest,
         "vical_version": m["fingerprint"].get("vical_version"),
+        "condition": condition,
         "report": report.model_dump(),
     }
     out = Path(submissions) / f"{sid}.json"
@@ -82,7 +84,35 @@ def load_entries(submissions: Path = SUBMISSIONS) -> list[dict[str, Any]]:
     return entries
 
 
-def _rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+BASE_CONDITION = {"rules": "basic", "demos": True}
+
+
+def is_ranked(entry: dict[str, Any]) -> bool:
+    """Whether an entry competes: only runs under the paper's default condition (basic
+    rules with the demonstration videos, Table 5's baseline) are ranked; the other three
+    cells of Table 5 are ablations. Entries made before conditions were recorded played
+    the default one."""
+    return (entry.get("condition") or BASE_CONDITION) == BASE_CONDITION
+
+
+def condition_label(condition: dict[str, Any] | None) -> str:
+    """A condition as Table 5 names it, e.g. "Detailed rules, no video"."""
+    c = condition or BASE_CONDITION
+    rules = "Detailed rules" if c.get("rules") == "detailed" else "Base rules"
+    return f"{rules}, {'video' if c.get('demos', True) else 'no video'}"
+
+
+def _all_interval(e: dict[str, Any]) -> dict[str, Any] | None:
+    """The environment-clustered interval of an entry's overall score, if it has one."""
+    iv = ((e["report"].get("intervals") or {}).get("All") or {}).get("score")
+    return iv if iv and iv.get("low") is not None else None
+
+
+def _span(iv: dict[str, Any] | None, d: int = 1) -> str:
+    return "–" if iv is None else f"[{iv['low']:.{d}f}, {iv['high']:.{d}f}]"
+
+
+def _rows(entries: list[dict[str, Any]], references: bool = True) -> list[dict[str, Any]]:
     rows = []
     for e in entries:
         cols = e["report"]["columns"]
@@ -95,9 +125,11 @@ def _rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "partial": e.get("partial", False),
                 "reference": False,
                 "cells": [(cols[c]["score"], cols[c]["pass_rate"]) for c in TABLE1_COLUMNS],
+                "interval": _all_interval(e),
+                "condition": condition_label(e.get("condition")),
             }
         )
-    for label, vals in TABLE1_REFERENCE.items():
+    for label, vals in TABLE1_REFERENCE.items() if references else ():
         rows.append(
             {
                 "name": label,
@@ -107,6 +139,8 @@ def _rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "partial": False,
                 "reference": True,
                 "cells": [(float(s), float(p)) for s, p in vals],
+                "interval": None,
+                "condition": "",
             }
         )
     return rows
@@ -147,16 +181,20 @@ document.querySelectorAll('table.sortable').forEach(function(t){
 """
 
 
-def render_html(entries: list[dict[str, Any]]) -> str:
-    rows = _rows(entries)
+def _html_table(table_id: str, rows: list[dict[str, Any]], condition: bool = False) -> str:
+    """One sortable board table; with ``condition`` a column names each row's condition."""
     esc = html.escape
     head1 = [
         '<th class="name" rowspan="2" data-col="0">Model</th>',
         '<th rowspan="2" data-col="1">Date</th>',
         '<th rowspan="2" data-col="2">Verified</th>',
+        '<th rowspan="2" data-col="3">All 95% interval</th>',
     ]
+    col = 4
+    if condition:
+        head1.append(f'<th rowspan="2" data-col="{col}">Condition</th>')
+        col += 1
     head2 = []
-    col = 3
     for c in TABLE1_COLUMNS:
         head1.append(f'<th colspan="2" class="grp">{esc(c)}</th>')
         head2.append(f'<th data-col="{col}">S</th><th data-col="{col + 1}">P%</th>')
@@ -173,12 +211,33 @@ def render_html(entries: list[dict[str, Any]]) -> str:
             f'<td class="name" data-v="{esc(r["name"])}">{name}</td>',
             f'<td data-v="{esc(r["date"])}">{esc(r["date"][:10])}</td>',
             f'<td data-v="{int(r["verified"])}">{verified}</td>',
+            f'<td data-v="{iv["low"] if (iv := r["interval"]) else ""}">{_span(iv)}</td>',
         ]
+        if condition:
+            tds.append(f'<td data-v="{esc(r["condition"])}">{esc(r["condition"])}</td>')
         for s, p in r["cells"]:
             tds.append(f'<td data-v="{"" if s is None else s}">{_num(s)}</td>')
             tds.append(f'<td data-v="{"" if p is None else p}">{_num(p, 0)}</td>')
         cls = ' class="reference"' if r["reference"] else ""
         body.append(f"<tr{cls}>" + "".join(tds) + "</tr>")
+    return (
+        f'<table class="sortable" id="{table_id}"><thead><tr>{"".join(head1)}</tr>'
+        f"<tr>{''.join(head2)}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def render_html(entries: list[dict[str, Any]]) -> str:
+    ranked = [e for e in entries if is_ranked(e)]
+    ablations = [e for e in entries if not is_ranked(e)]
+    extra = ""
+    if ablations:
+        extra = (
+            "<h2>Ablation runs (not ranked)</h2>"
+            "<p>Runs under another condition of the paper's ablation (Table 5): detailed "
+            "rules and/or no demonstration video. They are verified like any run but not "
+            "ranked, since only basic rules with the video is the benchmark's setting.</p>"
+            + _html_table("ablations", _rows(ablations, references=False), condition=True)
+        )
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>V-ICAL leaderboard</title>"
         f"<style>{PAGE_CSS}</style></head><body>"
@@ -186,14 +245,17 @@ def render_html(entries: list[dict[str, Any]]) -> str:
         "<p>S: normalized score (0–100); P%: pass rate. Environment means weighted "
         "equally. Verified rows were replayed action by action in the simulator. Click a "
         "column header to sort. Reference rows (italic) are the paper's random and "
-        "human scores.</p>"
-        f'<table class="sortable" id="board"><thead><tr>{"".join(head1)}</tr>'
-        f"<tr>{''.join(head2)}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-        f"<script>{SORT_JS}</script></body></html>\n"
+        "human scores. The 95% interval of the overall score comes from a bootstrap over "
+        "environments (10,000 resamples); each submission's page gives the interval of "
+        "every column.</p>"
+        + _html_table("board", _rows(ranked))
+        + extra
+        + f"<script>{SORT_JS}</script></body></html>\n"
     )
 
 
-def _report_page(entry: dict[str, Any]) -> str:
+def _report_page(entry: dict[str, Any], viewer: str | None = None) -> str:
+    """One submission's page; ``viewer`` links its exported episode viewer when there is one."""
     from vical.report.table import RunReport
 
     md = render_markdown([RunReport.model_validate(entry["report"])], reference=False)
@@ -207,29 +269,51 @@ def _report_page(entry: dict[str, Any]) -> str:
         f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(entry['id'])}</title>"
         f"<style>{PAGE_CSS}</style></head><body><h1>{esc(str(entry['model']))} "
         f"({esc(entry['team'])})</h1><p>bundle sha256 {esc(entry['bundle_sha256'])}, signer "
-        f"{esc(entry['signer'])}, verified {esc(entry['verified_at'])}</p>"
+        f"{esc(entry['signer'])}, verified {esc(entry['verified_at'])}; condition: "
+        f"{esc(condition_label(entry.get('condition')))}"
+        f"{'' if is_ranked(entry) else ' (an ablation, not ranked)'}</p>"
         "<table><tr><th class='name'>Environment</th><th>S</th><th>P%</th><th>tasks</th></tr>"
-        f"{rows}</table><pre>{esc(md)}</pre><p><a href='../index.html'>back</a></p>"
+        f"{rows}</table><pre>{esc(md)}</pre>"
+        + (f"<p><a href='{esc(viewer)}'>Every episode in the viewer</a></p>" if viewer else "")
+        + "<p><a href='../index.html'>back</a></p>"
         "</body></html>\n"
     )
 
 
-def render_markdown_board(entries: list[dict[str, Any]]) -> str:
+def _markdown_rows(rows: list[dict[str, Any]], condition: bool = False) -> list[str]:
     head = (
-        "| Model | Date | Verified | "
+        "| Model | Date | Verified | All 95% interval | "
+        + ("Condition | " if condition else "")
         + " | ".join(f"{c} S | {c} P%" for c in TABLE1_COLUMNS)
         + " |"
     )
-    lines = [
-        "# V-ICAL leaderboard",
-        "",
-        head,
-        "|---|---|---|" + "---:|" * (2 * len(TABLE1_COLUMNS)),
-    ]
-    for r in _rows(entries):
+    rule = "|---|---|---|---|" + ("---|" if condition else "") + "---:|" * (2 * len(TABLE1_COLUMNS))
+    lines = [head, rule]
+    for r in rows:
         cells = " | ".join(f"{_num(s)} | {_num(p, 0)}" for s, p in r["cells"])
         name = f"*{r['name']}*" if r["reference"] else r["name"]
-        lines.append(f"| {name} | {r['date'][:10]} | {'yes' if r['verified'] else ''} | {cells} |")
+        cond = f" {r['condition']} |" if condition else ""
+        lines.append(
+            f"| {name} | {r['date'][:10]} | {'yes' if r['verified'] else ''} | "
+            f"{_span(r['interval'])} |{cond} {cells} |"
+        )
+    return lines
+
+
+def render_markdown_board(entries: list[dict[str, Any]]) -> str:
+    lines = ["# V-ICAL leaderboard", ""]
+    lines += _markdown_rows(_rows([e for e in entries if is_ranked(e)]))
+    ablations = [e for e in entries if not is_ranked(e)]
+    if ablations:
+        lines += [
+            "",
+            "## Ablation runs (not ranked)",
+            "",
+            "Other conditions of the paper's ablation (Table 5: detailed rules and/or no "
+            "demonstration video); verified, but only basic rules with the video is ranked.",
+            "",
+            *_markdown_rows(_rows(ablations, references=False), condition=True),
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -242,7 +326,10 @@ def build(out: Path, submissions: Path = SUBMISSIONS) -> Path:
     )
     atomic_write_bytes(out / "leaderboard.md", render_markdown_board(entries).encode())
     for e in entries:
-        atomic_write_bytes(out / "reports" / f"{e['id']}.html", _report_page(e).encode())
+        # a viewer exported next to the board (vical view BUNDLE --export OUT/view/<id>)
+        has_view = (out / "view" / e["id"] / "index.html").is_file()
+        viewer = f"../view/{e['id']}/index.html" if has_view else None
+        atomic_write_bytes(out / "reports" / f"{e['id']}.html", _report_page(e, viewer).encode())
     index = out / "index.html"
     atomic_write_bytes(index, render_html(entries).encode())
     return index

@@ -24,7 +24,10 @@ Checks, in order, stopping at the first stage that fails:
    vical's task data (:func:`verified_result`): the leaderboard reads those,
    never a field the submitter wrote.
 
-Replay runs through :func:`vical.run.pool.run_pool`: Ctrl-C (SIGINT) or
+Each task's episodes are replayed by one worker with one simulator, whose start
+state is saved once and restored for the others (:func:`_replay_task`; an
+episode that disagrees with its claims is replayed again from replayed starts
+before its verdict). Replay runs through :func:`vical.run.pool.run_pool`: Ctrl-C (SIGINT) or
 SIGTERM raises :class:`vical.run.pool.Interrupted` within a few seconds with
 no replay worker left running. Verification only reads the bundle, so an
 interrupted check leaves nothing behind and can simply be run again.
@@ -49,7 +52,8 @@ from vical.outcomes import (
     short_tasks,
 )
 from vical.run.results import EvalResult, RunManifest
-from vical.spec import all_tasks, tasks_digest
+from vical.run.shard import Shard, select_results
+from vical.spec import TaskSpec, all_tasks, tasks_digest
 from vical.submit.keys import key_id, load_public
 from vical.submit.unpack import VerifyError as VerifyError  # re-exported: what verify raises
 from vical.submit.unpack import safe_extract as safe_extract  # re-exported for tools and tests
@@ -73,6 +77,9 @@ class Verdict:
     partial: bool
     signer: str
     results: list[EvalResult] = field(default_factory=list)
+    # the ablation condition the run declares and its logs were checked against:
+    # {"rules": "basic" | "detailed", "demos": bool}
+    condition: dict[str, Any] | None = None
 
     @property
     def mismatches(self) -> list[EpisodeVerdict]:
@@ -129,6 +136,48 @@ def _log_facts(path: Path, rel: str) -> tuple[str | None, list[Any], list[dict[s
     return task, actions, sessions
 
 
+def _condition_problem(path: Path, task: TaskSpec, run: RunManifest) -> str | None:
+    """Why an episode's log contradicts the run's ablation condition (None when it does not).
+
+    The condition is what the model was shown: the rules text (``--rules``) and the
+    demonstrations (``--demos``). Every agent session must name the run's rules and,
+    without demonstrations, list none; the first request's opening text must hold the
+    task's basic rules, and its detailed rules exactly when the run says detailed.
+    Agents that send no requests (the random reference) have no prompt to check.
+    """
+    detailed = " ".join(task.env.rules.detailed.split())
+    basic = " ".join(task.env.rules.basic.split())
+    with open(path, "rb") as f:
+        for raw in f:
+            rec = json.loads(raw)
+            kind = rec.get("type")
+            if kind == "agent_session":
+                rules = rec.get("rules", "basic")  # logs from before --rules: basic
+                if rules != run.rules:
+                    return f"an agent session ran with {rules} rules, the run declares {run.rules}"
+                if not run.demos and rec.get("demos"):
+                    return "an agent session was shown demonstrations in a --no-demos run"
+            elif kind == "request":
+                texts = [
+                    str(part.get("text", ""))
+                    for msg in (rec.get("append") or [])[:1]
+                    if isinstance(msg, dict)
+                    for part in (msg.get("content") or [])
+                    if isinstance(part, dict) and part.get("type") == "text"
+                ]
+                opening = " ".join(" ".join(texts).split())
+                if basic not in opening:
+                    return "the first request does not carry the task's basic rules"
+                if (detailed in opening) != (run.rules == "detailed"):
+                    shown = "carries" if detailed in opening else "lacks"
+                    return (
+                        f"the first request {shown} the detailed rules, but the run declares "
+                        f"{run.rules} rules"
+                    )
+                return None  # only the first request holds the rules
+    return None
+
+
 def _result_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """The agent settings that can change a result (what must agree across episodes)."""
     from vical.run.runner import NON_RESULT_SETTINGS
@@ -149,6 +198,12 @@ def check_contents(root: Path, manifest: dict[str, Any]) -> list[EvalResult]:
         run = RunManifest.model_validate_json((root / "run" / "manifest.json").read_bytes())
     except (OSError, ValidationError, UnicodeDecodeError) as e:
         raise VerifyError("schema", f"run/manifest.json: {_first_line(e)}") from None
+    if run.shard is not None:
+        raise VerifyError(
+            "coverage",
+            f"the run is shard {run.shard.index}/{run.shard.count} of a sharded evaluation; "
+            "merge all its shards (vical merge) and submit the merged run",
+        )
     digest = manifest.get("fingerprint", {}).get("tasks_digest")
     if digest != tasks_digest() or run.tasks_digest != tasks_digest():
         raise VerifyError(
@@ -214,6 +269,9 @@ def check_contents(root: Path, manifest: dict[str, Any]) -> list[EvalResult]:
                 "log",
                 f"{rel}: the log's actions differ from eval_result.json's from step {first + 1}",
             )
+        condition = _condition_problem(lpath, task, run)
+        if condition:
+            raise VerifyError("consistency", f"{rel}/log.jsonl: {condition}")
         for settings in sessions:
             if _result_settings(settings) != wanted:
                 keys = sorted(
@@ -253,12 +311,14 @@ def _first_line(e: BaseException) -> str:
 
 
 # -- 6. replay ---------------------------------------------------------------
-def replay_one(result_json: str) -> tuple[str, list[str], dict[str, Any]]:
+def replay_one(result_json: str, starts: str = "replayed") -> tuple[str, list[str], dict[str, Any]]:
     """Replay one episode's actions.
 
     Returns (episode name, problems, what the simulator says: score, passed,
     outcome, failure_mode, steps, frame_hashes). Only that third part, with
-    this vical's task data, reaches the leaderboard.
+    this vical's task data, reaches the leaderboard. ``starts`` is how the
+    environment reaches its start state (:func:`vical.envs.make_env`); the
+    default replays it, the slow path that needs no snapshot at all.
     """
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     from vical.envs import make_env
@@ -267,7 +327,7 @@ def replay_one(result_json: str) -> tuple[str, list[str], dict[str, Any]]:
     r = EvalResult.model_validate_json(result_json)
     name = episode_name(r.task_id, r.run_index)
     problems = []
-    env = make_env(r.task_id)
+    env = make_env(r.task_id, starts=starts)
     try:
         hashes = [frame_sha256(env.reset())]
         played = 0
@@ -342,11 +402,25 @@ def verified_result(claimed: EvalResult, facts: dict[str, Any]) -> EvalResult:
     )
 
 
-def _replay_indexed(job: tuple[int, str]) -> tuple[int, str, list[str], dict[str, Any]]:
-    """:func:`replay_one` for a numbered job, so results can be put back in order."""
-    index, result_json = job
-    name, problems, facts = replay_one(result_json)
-    return index, name, problems, facts
+_Replayed = tuple[int, str, list[str], dict[str, Any]]
+
+
+def _replay_task(job: list[tuple[int, str]]) -> list[_Replayed]:
+    """Replay the numbered episodes of one task, in one process and one simulator.
+
+    The task's start state is saved at its first reset and restored for the
+    others without the snapshot check (``starts="trusted"``); an episode whose
+    replay disagrees with its claims is replayed again from replayed starts, and
+    only that second replay decides its verdict. A bundle that matches costs one
+    replayed start per task; a mismatch costs one more, never a wrong verdict.
+    """
+    out = []
+    for index, result_json in job:
+        name, problems, facts = replay_one(result_json, starts="trusted")
+        if problems:
+            name, problems, facts = replay_one(result_json, starts="replayed")
+        out.append((index, name, problems, facts))
+    return out
 
 
 def verify_bundle(
@@ -355,8 +429,20 @@ def verify_bundle(
     keyring: Path | None = DEFAULT_KEYRING,
     workers: int | None = None,
     progress: bool = True,
+    shard: Shard | None = None,
+    wm_cases: Path | None = None,
+    accept_wm: bool = False,
 ) -> Verdict:
     """Run every check; raise :class:`VerifyError` for a failed stage before replay.
+
+    A world-model bundle (``kind: "wm"``) is refused unless ``accept_wm`` (its verdict
+    carries no agent results, so the leaderboard must not take it for a run); with it,
+    the bundle is checked by :func:`verify_wm` against ``wm_cases`` (a case folder)
+    or cases rebuilt from the simulators.
+
+    With ``shard`` every check but the replay covers the whole bundle, and only that
+    slice of the episodes is replayed (:func:`vical.run.shard.select_results`); the
+    verdict then speaks for that slice (:mod:`vical.submit.shards` merges them).
 
     Episode verdicts come back in the order of the bundle's episode folders
     whatever the number of workers. A replay that crashes counts as a
@@ -370,11 +456,32 @@ def verify_bundle(
         trusted = load_keyring(pubkeys, keyring)
         # signature first, then only the files the signed manifest lists (vical.submit.unpack)
         root, manifest, signer = unpack_bundle(Path(bundle), Path(tmp), trusted)
+        if manifest.get("kind") == "wm":
+            if not accept_wm:
+                raise VerifyError(
+                    "manifest",
+                    "this is a world-model bundle: verify it with `vical wm verify BUNDLE`",
+                )
+            return verify_wm(root, manifest, signer, wm_cases, Path(tmp) / "wm-cases")
         results = check_contents(root, manifest)
+        if shard is not None:
+            results = select_results(results, shard)
+        run = RunManifest.model_validate_json((root / "run" / "manifest.json").read_bytes())
+        condition = {"rules": run.rules, "demos": run.demos}
+        declared = manifest.get("condition")
+        if declared is not None and declared != condition:
+            raise VerifyError(
+                "consistency",
+                f"the bundle declares condition {declared}, its run manifest {condition}",
+            )
         payloads = [r.model_dump_json() for r in results]
     names = [episode_name(r.task_id, r.run_index) for r in results]
     found: dict[int, EpisodeVerdict] = {}
-    workers = max(1, min(workers or os.cpu_count() or 1, len(payloads) or 1))
+    # one job per task (its episodes in bundle order), tasks in order of first appearance
+    by_task: dict[str, list[tuple[int, str]]] = {}
+    for index, (r, payload) in enumerate(zip(results, payloads, strict=True)):
+        by_task.setdefault(r.task_id, []).append((index, payload))
+    workers = max(1, min(workers or os.cpu_count() or 1, len(by_task) or 1))
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     bar = Progress(
@@ -384,25 +491,25 @@ def verify_bundle(
     verified: dict[int, EvalResult] = {}
 
     def on_result(
-        job: tuple[int, str],
-        value: tuple[int, str, list[str], dict[str, Any]] | None,
+        job: list[tuple[int, str]],
+        value: list[_Replayed] | None,
         error: BaseException | None,
     ) -> bool:
-        index = job[0]
         if error is not None:
             problems = [f"replay crashed: {type(error).__name__}: {error}"]
-            found[index] = EpisodeVerdict(names[index], False, problems)
+            for index, _ in job:
+                found[index] = EpisodeVerdict(names[index], False, problems)
         else:
             assert value is not None
-            _, name, problems, facts = value
-            found[index] = EpisodeVerdict(name, not problems, problems)
-            verified[index] = verified_result(results[index], facts)
-        bar.advance(pid)
+            for index, name, problems, facts in value:
+                found[index] = EpisodeVerdict(name, not problems, problems)
+                verified[index] = verified_result(results[index], facts)
+        bar.advance(pid, len(job))
         return True
 
     with bar:
         pid = bar.add_task("", total=len(payloads))
-        run_pool(_replay_indexed, list(enumerate(payloads)), workers, on_result)
+        run_pool(_replay_task, list(by_task.values()), workers, on_result)
     verdicts = [found[i] for i in sorted(found)]
     ok = len(verdicts) == len(payloads) and all(v.ok for v in verdicts)
     return Verdict(
@@ -411,6 +518,63 @@ def verify_bundle(
         episodes=verdicts,
         partial=bool(manifest.get("partial")),
         signer=signer,
+        condition=condition,
         # what the replay and this vical's task data say, never the bundle's own claims
         results=[verified[i] for i in sorted(verified)] if ok else [],
+    )
+
+
+def verify_wm(
+    root: Path,
+    manifest: dict[str, Any],
+    signer: str,
+    cases_dir: Path | None,
+    scratch: Path,
+) -> Verdict:
+    """Verify a world-model bundle: re-derive each case's truth and re-score the predictions.
+
+    ``cases_dir``: the case folder to check against (each case must be the one the
+    run was made on); without one, the run's scenarios are rebuilt from the
+    simulators into ``scratch``, as far as the run's cases reach. One verdict per case; the signed summary must be
+    the run's ``summary.json``, which must re-derive from the re-computed scores.
+    """
+    from vical.wm.cases import BRANCHES, build, scenario
+    from vical.wm.evaluate import MANIFEST, SUMMARY, rescore
+
+    run = root / "wm"
+    try:
+        run_manifest = json.loads((run / MANIFEST).read_bytes())
+        claimed = json.loads((run / SUMMARY).read_bytes())
+        ids = [str(i) for i in run_manifest["cases"]]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise VerifyError("schema", f"world-model run files unreadable: {e}") from e
+    if manifest.get("summary") != claimed:
+        raise VerifyError("consistency", f"the signed summary is not wm/{SUMMARY}")
+    if cases_dir is None:
+        names = sorted({i.split("/")[0] for i in ids})
+        try:
+            for name in names:
+                scenario(name)
+        except KeyError as e:
+            raise VerifyError("consistency", f"{e.args[0]}; pass the case folder") from e
+        try:  # only as many contexts as the run's cases reach (case number // branches)
+            contexts = 1 + max(int(i.split("/")[1]) // BRANCHES for i in ids)
+        except (IndexError, ValueError) as e:
+            raise VerifyError("schema", f"a case id is not <scenario>/<number>: {e}") from e
+        build(scratch, names, contexts=contexts)
+        cases_dir = scratch
+    problems = rescore(run, cases_dir)
+    episodes = []
+    for cid in ids:
+        mine = [p for p in problems if p.startswith(f"{cid}:")]
+        episodes.append(EpisodeVerdict(cid, not mine, mine))
+    general = [p for p in problems if not any(p.startswith(f"{c}:") for c in ids)]
+    if general:
+        episodes.append(EpisodeVerdict("wm", False, general))
+    return Verdict(
+        ok=not problems,
+        manifest=manifest,
+        episodes=episodes,
+        partial=False,
+        signer=signer,
     )

@@ -1,0 +1,164 @@
+"""``vical wm``: build world-model cases, evaluate a world model on them, report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from vical.cli._common import console, fail, say
+
+wm_app = typer.Typer(help="The world-model track.", no_args_is_help=True)
+
+
+@wm_app.command("build")
+def wm_build(
+    out: Path = typer.Option(Path("build/wm"), "--out", "-o", help="Case folder."),
+    scenarios: str = typer.Option(
+        None, "--scenarios", "-s", help="Comma-separated scenario names (default: all eight)."
+    ),
+    contexts: int = typer.Option(10, "--contexts", min=1, help="Contexts per scenario."),
+) -> None:
+    """Build the cases (context, intervention, true frames, specification) into a folder."""
+    from vical.wm.cases import BRANCHES, build
+
+    names = [s.strip() for s in scenarios.split(",") if s.strip()] if scenarios else None
+    try:
+        cases = build(out, names, contexts=contexts)
+    except KeyError as e:
+        fail(str(e.args[0]))
+    console.print(f"{len(cases)} cases ({BRANCHES} branches per context) written to {out}")
+
+
+@wm_app.command("eval")
+def wm_eval(
+    wm: str = typer.Option(
+        ...,
+        "--wm",
+        help="World model: http, a control (copy-last, noop, shuffled, simulator) or "
+        "package.module:Class (a vical.wm.models.WorldModel subclass).",
+    ),
+    cases: Path = typer.Option(Path("build/wm"), "--cases", "-c", help="Case folder."),
+    out: Path = typer.Option(..., "--out", "-o", help="Run folder for predictions and scores."),
+    endpoint: str = typer.Option(None, "--endpoint", help="Endpoint URL of an http world model."),
+    scenarios: str = typer.Option(None, "--scenarios", "-s", help="Comma-separated scenarios."),
+) -> None:
+    """Run a world model on the cases, store its predictions and score them."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from vical.wm.evaluate import evaluate
+    from vical.wm.models import get_wm, wm_names
+    from vical.wm.protocol import ProtocolError
+
+    if wm not in wm_names() and ":" not in wm:
+        fail(
+            f"--wm {wm!r} is not a world model; choose one of {', '.join(wm_names())} "
+            "or give package.module:Class"
+        )
+    if wm == "http" and not endpoint:
+        fail("--wm http needs --endpoint URL (for example http://127.0.0.1:8000)")
+    names = [s.strip() for s in scenarios.split(",") if s.strip()] if scenarios else None
+    try:
+        model = get_wm("http", endpoint=endpoint) if wm == "http" else wm
+        with Progress(
+            TextColumn("[bold]predict[/]"), BarColumn(), MofNCompleteColumn(), console=console
+        ) as bar:
+            task = bar.add_task("", total=None)
+
+            def advance(done: int, total: int, case: str) -> None:
+                bar.update(task, completed=done, total=total)
+
+            summary = evaluate(model, cases, out, names, progress=advance)
+    except (ValueError, KeyError, FileNotFoundError, ProtocolError) as e:
+        fail(str(e))
+    idx = summary["index"]
+    say(
+        f"{summary['model']}: index {idx['score']['mean']:.1f} "
+        f"(counterfactual {idx['counterfactual']['mean']:.1f}) over {summary['cases']} cases; "
+        f"results in {out}"
+    )
+
+
+@wm_app.command("report")
+def wm_report(
+    runs: list[Path] = typer.Argument(..., help="World-model run folders (models and controls)."),
+    out: Path = typer.Option(None, "--out", "-o", help="Write the Markdown here (default: print)."),
+) -> None:
+    """A table per scenario and the index, one row per run."""
+    from vical.wm.report import report_markdown
+
+    try:
+        text = report_markdown(runs)
+    except FileNotFoundError as e:
+        fail(str(e))
+    if out is None:
+        say(text)
+    else:
+        out.write_text(text, encoding="utf-8")
+        console.print(f"report written to {out}")
+
+
+@wm_app.command("submit")
+def wm_submit(
+    run: Path = typer.Argument(..., help="Scored world-model run folder (vical wm eval)."),
+    key: Path = typer.Option(..., "--key", help="Private key from `vical keygen`."),
+    out: Path = typer.Option(Path("wm-bundle.tar.gz"), "--out", "-o", help="Bundle file."),
+    team: str = typer.Option(None, "--team", help="Team name (default: $USER)."),
+    model: str = typer.Option(None, "--model", help="Model name (default: the run's)."),
+) -> None:
+    """Pack a world-model run (predictions, scores, summary) into a signed bundle."""
+    import os
+
+    from vical.submit.bundle import BundleError, make_wm_bundle
+
+    if not key.is_file():
+        fail(f"--key {key}: no such private key file (make one with `vical keygen`)")
+    try:
+        m = make_wm_bundle(run, key, out, team or os.environ.get("USER", "anonymous"), model)
+    except BundleError as e:
+        fail(str(e))
+    console.print(
+        f"bundle written to {out} ({len(m['files'])} files, model {m['submitter']['model']})"
+    )
+
+
+@wm_app.command("verify")
+def wm_verify(
+    target: Path = typer.Argument(..., help="World-model run folder, or a bundle (.tar.gz)."),
+    cases: Path = typer.Option(
+        None,
+        "--cases",
+        "-c",
+        help="Case folder to check against (default for a run: build/wm; for a bundle: "
+        "the cases are rebuilt from the simulators).",
+    ),
+    pubkey: list[Path] = typer.Option(
+        None, "--pubkey", help="Trusted public key(s) for a bundle; default: submissions/keys/*.pub"
+    ),
+) -> None:
+    """Re-derive the truth from the simulator and re-score the stored predictions."""
+    if target.is_file():
+        from vical.submit.verify import VerifyError, verify_bundle
+
+        try:
+            v = verify_bundle(target, pubkeys=pubkey or None, wm_cases=cases, accept_wm=True)
+        except VerifyError as e:
+            fail(f"{target}: {e}", code=1)
+        for ep in v.episodes:
+            for p in ep.problems:
+                say(p)
+        if not v.ok:
+            raise typer.Exit(1)
+        console.print(f"PASS: {len(v.episodes)} cases re-score exactly; signer {v.signer}")
+        return
+    from vical.wm.evaluate import rescore
+
+    try:
+        problems = rescore(target, cases or Path("build/wm"))
+    except FileNotFoundError as e:
+        fail(str(e))
+    for p in problems:
+        say(p)
+    if problems:
+        raise typer.Exit(1)
+    console.print(f"{target}: every score re-derives from the simulator")

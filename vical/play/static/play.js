@@ -1,0 +1,164 @@
+// vical play: draws the session state the server sends and sends one decision per key press.
+"use strict";
+
+let state = null;
+let busy = false;
+
+const $ = (id) => document.getElementById(id);
+
+function show(id) {
+  for (const s of ["brief", "play", "over", "done"]) $(s).hidden = s !== id;
+}
+
+function keyLabel(key) {
+  return { ArrowUp: "↑", ArrowDown: "↓", ArrowLeft: "←", ArrowRight: "→" }[key] || key;
+}
+
+async function call(method, path, body) {
+  const opts = { method, headers: {} };
+  if (body !== undefined) {
+    opts.headers["Content-Type"] = "application/json";
+    opts.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, opts);
+  const data = await r.json();
+  if (!r.ok) throw new Error(data.error || r.statusText);
+  return data;
+}
+
+async function send(path, body) {
+  if (busy) return;
+  busy = true;
+  setDisabled(true);
+  try {
+    draw(await call("POST", path, body || {}));
+    $("error").hidden = true;
+  } catch (e) {
+    $("error").textContent = e.message;
+    $("error").hidden = false;
+    draw(await call("GET", "/api/state"));
+  } finally {
+    busy = false;
+    setDisabled(false);
+  }
+}
+
+function setDisabled(v) {
+  for (const b of document.querySelectorAll("button")) b.disabled = v;
+}
+
+function drawBrief(task) {
+  $("brief-title").textContent = `${task.game} — task ${task.id}` + (task.run_index ? ` (run ${task.run_index + 1})` : "");
+  $("brief-env").textContent = `environment ${task.environment}`;
+  $("rules").textContent = task.rules;
+  $("rules-again").textContent = task.rules;
+  $("budget").textContent = task.max_steps;
+  const list = $("action-list");
+  list.replaceChildren();
+  for (const a of task.actions) {
+    const li = document.createElement("li");
+    const k = document.createElement("kbd");
+    k.textContent = keyLabel(a.key);
+    li.append(k, " " + a.name);
+    list.append(li);
+  }
+  for (const note of document.querySelectorAll(".record-note")) {
+    const r = task.record;
+    note.hidden = !r;
+    if (r) {
+      note.textContent = `Recording a demonstration: you play from the start of clip ${r.clip} `
+        + `(now ${r.actions} actions, ending ${r.label}), not from the task's own opening. `
+        + "Your moves become the clip's actions.";
+    }
+  }
+  $("demos-block").hidden = task.demos.length === 0;
+  $("demos-intro").textContent = task.demos_intro;
+  const box = $("demos");
+  if (box.dataset.task !== task.id) {
+    box.dataset.task = task.id;
+    box.replaceChildren();
+    for (const d of task.demos) {
+      const fig = document.createElement("figure");
+      const cap = document.createElement("figcaption");
+      cap.textContent = d.heading;
+      const v = document.createElement("video");
+      v.src = d.url;
+      v.controls = true;
+      v.preload = "auto";
+      v.muted = true;
+      fig.append(cap, v);
+      box.append(fig);
+    }
+  }
+}
+
+function drawButtons(task, step) {
+  const box = $("buttons");
+  box.replaceChildren();
+  for (const a of task.actions) {
+    const b = document.createElement("button");
+    b.dataset.action = a.name;
+    const k = document.createElement("kbd");
+    k.textContent = keyLabel(a.key);
+    b.append(a.name + " ", k);
+    b.addEventListener("click", () => send("/api/act", { step, action: a.name, input: "button" }));
+    box.append(b);
+  }
+}
+
+function draw(s) {
+  state = s;
+  $("progress").textContent = s.total
+    ? `participant ${s.participant} · ${s.finished} of ${s.total} ${s.unit} done`
+      + (s.position ? ` · task ${s.position} of ${s.total}` : "")
+    : "";
+  if (s.task) drawBrief(s.task);
+  if (s.phase === "play" && s.play) {
+    show("play");
+    $("turn-text").textContent = s.play.text;
+    $("frame").src = s.play.frame;
+    $("frame").dataset.step = s.play.step;
+    $("step").textContent = `Move ${s.play.step + 1} of ${s.task.max_steps}`;
+    $("left").textContent = `(${s.play.moves_left} left)`;
+    drawButtons(s.task, s.play.step);
+  } else if (s.phase === "play") {
+    // the episode is still building its first frame: ask again shortly
+    setTimeout(() => call("GET", "/api/state").then(draw).catch(fail), 500);
+  } else if (s.phase === "over") {
+    show("over");
+    const o = s.over || {};
+    $("over-text").textContent = o.error
+      ? `The episode was not recorded: ${o.error}`
+      : s.task && s.task.record
+        ? `The recording ended after ${o.steps} move(s), replayed to its label and saved.`
+        : `The episode ended after ${o.steps} move(s) and is saved.`;
+  } else if (s.phase === "brief") {
+    show("brief");
+  } else if (s.phase === "done") {
+    show("done");
+  }
+}
+
+document.addEventListener("keydown", (e) => {
+  if (!state || e.repeat || e.altKey || e.ctrlKey || e.metaKey) return;
+  if (e.key === "Enter") {
+    if (state.phase === "brief") { e.preventDefault(); send("/api/start"); }
+    else if (state.phase === "over") { e.preventDefault(); send("/api/next"); }
+    return;
+  }
+  if (state.phase !== "play" || !state.play) return;
+  const key = e.key.length === 1 ? e.key.toLowerCase() : e.key;
+  const a = state.task.actions.find((x) => x.key === key);
+  if (!a) return;
+  e.preventDefault();
+  send("/api/act", { step: state.play.step, action: a.name, input: "key:" + e.key });
+});
+
+$("start").addEventListener("click", () => send("/api/start"));
+$("next").addEventListener("click", () => send("/api/next"));
+function fail(e) {
+  $("error").textContent = e.message;
+  $("error").hidden = false;
+}
+
+call("GET", "/api/state").then(draw).catch(fail);

@@ -1,0 +1,373 @@
+"""What the viewer shows, read from run folders and bundles, one episode at a time.
+
+Opening a run reads its ``manifest.json`` and the small ``eval_result.json`` of
+each episode (the task × runs table needs nothing else); an episode's log,
+frames and demonstration videos are read only when that episode is opened. So a
+run of 342 tasks × 3 runs opens in the time it takes to read about a thousand
+small JSON files, and memory holds one episode's frames at a time (a small LRU
+cache keeps the last few).
+
+Frames come from the episode's ``frames/`` folder when the run saved them;
+otherwise the episode is replayed from its logged actions (invariant 1: a task
+and an action list fix every frame), and each replayed frame is checked against
+the frame hash the episode recorded.
+
+A bundle (``.tar.gz`` from ``vical submit``) is unpacked, with the same member
+rules as ``vical verify`` (no links, no paths outside the bundle, size caps), into
+a temporary folder that lives as long as the :class:`Catalog`; its signature is
+not checked, since viewing trusts nothing it shows.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vical.outcomes import episode_name
+from vical.run.results import EvalResult, RunManifest
+
+
+class ViewError(ValueError):
+    """A path the viewer cannot open, named with the reason."""
+
+
+@dataclass
+class Run:
+    """One opened run: its folder, a unique short name, its manifest and results."""
+
+    key: str  # r0, r1, ... in the order given
+    name: str
+    folder: Path
+    source: str  # what the user passed (folder or bundle path)
+    manifest: RunManifest
+    results: dict[str, EvalResult] = field(default_factory=dict)  # by episode name
+
+    @property
+    def label(self) -> str:
+        model = self.manifest.agent_settings.get("model")
+        who = self.manifest.agent_settings.get("participant")
+        extra = f", {model}" if model else f", participant {who}" if who else ""
+        return f"{self.name} ({self.manifest.agent}{extra})"
+
+
+def _open_folder(folder: Path) -> tuple[RunManifest, dict[str, EvalResult]]:
+    mpath = folder / "manifest.json"
+    if not mpath.is_file():
+        raise ViewError(f"{folder}: no manifest.json; pass a vical run folder or bundle")
+    try:
+        manifest = RunManifest.model_validate_json(mpath.read_text())
+    except ValueError as e:
+        raise ViewError(f"{mpath} is not a vical run manifest ({type(e).__name__})") from None
+    results: dict[str, EvalResult] = {}
+    for p in sorted((folder / "episodes").glob("*/eval_result.json")):
+        try:
+            r = EvalResult.model_validate_json(p.read_text())
+        except ValueError as e:
+            raise ViewError(f"{p} is not an episode result ({type(e).__name__})") from None
+        results[p.parent.name] = r
+    return manifest, results
+
+
+class Catalog:
+    """The runs being viewed, and on-demand access to their episodes.
+
+    Use as a context manager (or call :meth:`close`) so the folders unpacked from
+    bundles are removed.
+    """
+
+    def __init__(self, sources: list[Path], cache_episodes: int = 4) -> None:
+        if not sources:
+            raise ViewError("name at least one run folder or bundle")
+        self._tmp = tempfile.TemporaryDirectory(prefix="vical-view-")
+        self.runs: list[Run] = []
+        names: list[str] = []
+        try:
+            for i, src in enumerate(sources):
+                folder = self._resolve(Path(src), i)
+                manifest, results = _open_folder(folder)
+                base = manifest.run_id or folder.name
+                name, k = base, 2
+                while name in names:
+                    name, k = f"{base}#{k}", k + 1
+                names.append(name)
+                self.runs.append(Run(f"r{i}", name, folder, str(src), manifest, results))
+        except BaseException:
+            self._tmp.cleanup()
+            raise
+        self._frames: OrderedDict[tuple[str, str], list[bytes]] = OrderedDict()
+        self._cache_size = cache_episodes
+        self._lock = threading.Lock()
+
+    def _resolve(self, src: Path, i: int) -> Path:
+        if src.is_dir():
+            return src
+        if src.is_file() and src.name.endswith((".tar.gz", ".tgz", ".tar")):
+            from vical.submit.unpack import VerifyError, safe_extract
+
+            dest = Path(self._tmp.name) / f"b{i}"
+            try:
+                safe_extract(src, dest)
+            except VerifyError as e:
+                raise ViewError(f"{src}: cannot unpack the bundle: {e}") from None
+            folder = dest / "bundle" / "run"
+            if not folder.is_dir():
+                raise ViewError(f"{src}: the bundle holds no run/ folder")
+            return folder
+        raise ViewError(f"{src}: no such run folder or bundle (.tar.gz)")
+
+    def close(self) -> None:
+        self._tmp.cleanup()
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- lookups -----------------------------------------------------------------------
+    def run(self, key: str) -> Run:
+        for r in self.runs:
+            if r.key == key:
+                return r
+        raise ViewError(f"no run {key!r}; the runs are {[r.key for r in self.runs]}")
+
+    def result(self, key: str, episode: str) -> tuple[Run, EvalResult]:
+        run = self.run(key)
+        r = run.results.get(episode)
+        if r is None:
+            raise ViewError(f"run {run.name} has no episode {episode!r}")
+        return run, r
+
+    # -- the table ----------------------------------------------------------------------
+    def index(self) -> dict[str, Any]:
+        """Runs, and one row per task with each run's episodes (score, pass, outcome)."""
+        from vical.spec import all_tasks
+
+        known = {t.id: t for t in all_tasks()}
+        tasks: dict[str, dict[str, Any]] = {}
+        for run in self.runs:
+            for ep, r in run.results.items():
+                row = tasks.get(r.task_id)
+                if row is None:
+                    t = known.get(r.task_id)
+                    row = tasks[r.task_id] = {
+                        "task": r.task_id,
+                        "env": r.env,
+                        "game": t.env.name if t else r.env,
+                        "types": list(r.tags.get("types", [])),
+                        "memory": r.tags.get("memory"),
+                        "dynamics": r.tags.get("dynamics"),
+                        "runs": {},
+                    }
+                row["runs"].setdefault(run.key, []).append(
+                    {
+                        "episode": ep,
+                        "run_index": r.run_index,
+                        "score": r.score,
+                        "passed": r.passed,
+                        "outcome": r.outcome,
+                        "failure_mode": r.failure_mode,
+                        "steps": r.steps,
+                        "max_steps": r.max_steps,
+                        "infrastructure_failure": r.infrastructure_failure,
+                    }
+                )
+        for row in tasks.values():
+            for eps in row["runs"].values():
+                eps.sort(key=lambda e: e["run_index"])
+        return {
+            "runs": [
+                {
+                    "key": r.key,
+                    "name": r.name,
+                    "label": r.label,
+                    "agent": r.manifest.agent,
+                    "model": r.manifest.agent_settings.get("model"),
+                    "source": r.source,
+                    "episodes": len(r.results),
+                }
+                for r in self.runs
+            ],
+            "tasks": [tasks[k] for k in sorted(tasks)],
+        }
+
+    # -- one episode -------------------------------------------------------------------
+    def episode(self, key: str, episode: str) -> dict[str, Any]:
+        """Everything the episode player shows, turn by turn, from the episode's files."""
+        run, r = self.result(key, episode)
+        folder = run.folder / "episodes" / episode
+        turns: list[dict[str, Any]] = [
+            {"step": i, "attempts": [], "decision": None, "after": None}
+            for i in range(len(r.actions) + 1)
+        ]
+        log_path = folder / "log.jsonl"
+        records = []
+        if log_path.is_file():
+            with open(log_path) as f:
+                records = [json.loads(line) for line in f if line.strip()]
+        session = None
+        end = None
+        for rec in records:
+            kind = rec.get("type")
+            step = rec.get("step")
+            if kind == "agent_session":
+                session = {k: rec.get(k) for k in ("backend", "settings")}
+            elif kind == "end":
+                end = rec
+            elif isinstance(step, int):
+                if kind == "step":
+                    # the step record is the result of the decision taken at step - 1
+                    if 0 < step <= len(r.actions):
+                        turns[step - 1]["after"] = {
+                            k: rec.get(k) for k in ("score", "outcome", "terminated", "truncated")
+                        }
+                    continue
+                if not 0 <= step < len(turns):
+                    continue
+                turn = turns[step]
+                if kind == "response":
+                    turn["attempts"].append(
+                        {
+                            "kind": "response",
+                            "text": rec.get("text"),
+                            "reasoning": rec.get("reasoning"),
+                            "parse_error": (rec.get("parse") or {}).get("error"),
+                            "finish_reason": rec.get("finish_reason"),
+                            "latency_s": rec.get("latency_s"),
+                            "truncated_from": rec.get("truncated_from"),
+                        }
+                    )
+                elif kind == "api_error":
+                    turn["attempts"].append(
+                        {
+                            "kind": "api_error",
+                            "status": rec.get("status"),
+                            "reason": rec.get("reason"),
+                            "message": rec.get("message"),
+                        }
+                    )
+                elif kind in ("decision", "agent_failure"):
+                    turn["decision"] = {
+                        k: rec.get(k)
+                        for k in (
+                            "action",
+                            "failure",
+                            "format_retries",
+                            "transport_retries",
+                            "wall_seconds",
+                            "input",
+                        )
+                        if k in rec
+                    }
+        return {
+            "run": run.key,
+            "run_name": run.name,
+            "run_label": run.label,
+            "episode": episode,
+            "task": r.task_id,
+            "run_index": r.run_index,
+            "agent": r.agent,
+            "session": session,
+            "score": r.score,
+            "passed": r.passed,
+            "outcome": r.outcome,
+            "failure_mode": r.failure_mode,
+            "steps": r.steps,
+            "max_steps": r.max_steps,
+            "actions": r.actions,
+            "frame_hashes": r.frame_hashes,
+            "frames_saved": (folder / "frames").is_dir(),
+            "end": end,
+            "turns": turns,
+            "demos": self.demos(r.task_id),
+        }
+
+    def demos(self, task_id: str) -> list[dict[str, Any]]:
+        from vical.spec import get_task
+
+        try:
+            task = get_task(task_id)
+        except (KeyError, ValueError):
+            return []
+        return [
+            {"index": i, "id": c.id, "label": c.label, "actions": len(c.actions)}
+            for i, c in enumerate(task.variant.demos)
+        ]
+
+    def demo_mp4(self, task_id: str, index: int) -> bytes:
+        from vical.demos import load_demo_clip
+        from vical.spec import get_task
+
+        task = get_task(task_id)
+        clips = task.variant.demos
+        if not 0 <= index < len(clips):
+            raise ViewError(f"{task_id} has {len(clips)} demonstration(s); no video {index}")
+        return load_demo_clip(task, clips[index]).mp4
+
+    def frames(self, key: str, episode: str) -> list[bytes]:
+        """Every frame of an episode as PNG bytes: saved ones, or replayed and checked."""
+        with self._lock:
+            hit = self._frames.get((key, episode))
+            if hit is not None:
+                self._frames.move_to_end((key, episode))
+                return hit
+        run, r = self.result(key, episode)
+        pngs = episode_frames(run.folder / "episodes" / episode, r)
+        with self._lock:
+            self._frames[(key, episode)] = pngs
+            while len(self._frames) > self._cache_size:
+                self._frames.popitem(last=False)
+        return pngs
+
+    def frame(self, key: str, episode: str, index: int) -> bytes:
+        pngs = self.frames(key, episode)
+        if not 0 <= index < len(pngs):
+            raise ViewError(f"{episode} has {len(pngs)} frames; no frame {index}")
+        return pngs[index]
+
+
+def episode_frames(folder: Path, r: EvalResult) -> list[bytes]:
+    """The PNG frames of the episode in ``folder``: its saved ones, or replayed."""
+    saved = sorted((folder / "frames").glob("*.png")) if (folder / "frames").is_dir() else []
+    if len(saved) == len(r.frame_hashes):
+        return [p.read_bytes() for p in saved]
+    return replay_frames(r)
+
+
+def replay_frames(r: EvalResult) -> list[bytes]:
+    """Re-render an episode's frames by replaying its actions; each must match its hash."""
+    from PIL import Image
+
+    from vical.envs import make_env
+    from vical.envs.core import frame_sha256
+
+    def png(frame: Any) -> bytes:
+        buf = io.BytesIO()
+        Image.fromarray(frame).save(buf, format="PNG", compress_level=1)
+        return buf.getvalue()
+
+    env = make_env(r.task_id)
+    try:
+        frame = env.reset()
+        frames = [frame]
+        for a in r.actions:
+            frames.append(env.step(a).frame)
+    finally:
+        env.close()
+    got = [frame_sha256(f) for f in frames]
+    if got != r.frame_hashes:
+        first = next(
+            (i for i, (a, b) in enumerate(zip(got, r.frame_hashes, strict=False)) if a != b),
+            min(len(got), len(r.frame_hashes)),
+        )
+        raise ViewError(
+            f"{episode_name(r.task_id, r.run_index)}: replayed frame {first} differs from the "
+            "recorded one (other task data or simulator versions than the run's)"
+        )
+    return [png(f) for f in frames]

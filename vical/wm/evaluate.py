@@ -1,0 +1,212 @@
+"""Running a world model over the cases, storing its predictions, scoring and re-scoring.
+
+A world-model run folder holds ``manifest.json`` (model, case set digest, case
+count), ``predictions/<case id>/pred_<i>.png`` (every predicted frame), and
+``scores.jsonl`` and ``summary.json`` (written last). Because the predictions are
+stored, a run can be re-scored at any time against truth re-derived from the
+simulator (:func:`rescore`), which is what ``vical verify`` does for a bundle.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vical.wm.cases import CASES_FILE, Case, decode_png, encode_png, load_cases, load_frames
+from vical.wm.models import Request, WorldModel, get_wm
+from vical.wm.score import CaseScore, score_case, summarize
+
+MANIFEST = "manifest.json"
+SCORES = "scores.jsonl"
+SUMMARY = "summary.json"
+
+
+def cases_digest(folder: Path) -> str:
+    """sha256 of a case folder's ``cases.jsonl`` (it names every frame's pixel hash)."""
+    return hashlib.sha256((Path(folder) / CASES_FILE).read_bytes()).hexdigest()
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _json(obj: Any) -> bytes:
+    return (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode()
+
+
+def case_sha256(case: Case) -> str:
+    """sha256 of a case's JSON (as ``cases.jsonl`` writes it): names its frames' pixels too."""
+    line = json.dumps(case.model_dump(mode="json"), sort_keys=True)
+    return hashlib.sha256(line.encode()).hexdigest()
+
+
+def request_for(case: Case, folder: Path) -> Request:
+    return Request(
+        case=case.id,
+        env=case.env,
+        actions=list(case.actions),
+        context=load_frames(folder, case.context_frames),
+        context_actions=list(case.context_actions),
+        intervention=list(case.intervention),
+    )
+
+
+def prediction_names(case: Case) -> list[str]:
+    return [f"predictions/{case.id}/pred_{i + 1}.png" for i in range(len(case.intervention))]
+
+
+def select(cases: list[Case], scenarios: Sequence[str] | None) -> list[Case]:
+    if not scenarios:
+        return cases
+    known = {c.scenario for c in cases}
+    unknown = [s for s in scenarios if s not in known]
+    if unknown:
+        raise KeyError(f"scenarios {unknown} are not in this case set; it has {sorted(known)}")
+    return [c for c in cases if c.scenario in scenarios]
+
+
+def _truths(folder: Path, cases: list[Case], all_cases: list[Case]) -> dict[str, list[np.ndarray]]:
+    """True frames of the chosen cases and of every branch of their contexts."""
+    by_id = {c.id: c for c in all_cases}
+    need = {b for c in cases for b in c.branches}
+    return {i: load_frames(folder, by_id[i].truth_frames) for i in sorted(need)}
+
+
+def score_predictions(
+    folder: Path,
+    cases: list[Case],
+    all_cases: list[Case],
+    predictions: Callable[[Case], list[np.ndarray]],
+    truths: dict[str, list[np.ndarray]] | None = None,
+) -> list[CaseScore]:
+    truths = truths if truths is not None else _truths(folder, cases, all_cases)
+    out = []
+    for case in cases:
+        last = load_frames(folder, case.context_frames[-1:])[0]
+        others = [truths[b] for b in case.branches if b != case.id]
+        out.append(score_case(case, last, truths[case.id], predictions(case), others))
+    return out
+
+
+def evaluate(
+    model: WorldModel | str,
+    cases_dir: Path,
+    out: Path,
+    scenarios: Sequence[str] | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> dict[str, Any]:
+    """Run ``model`` on the cases, store its predictions, score them; return the summary."""
+    cases_dir, out = Path(cases_dir), Path(out)
+    all_cases = load_cases(cases_dir)
+    cases = select(all_cases, scenarios)
+    if isinstance(model, str):
+        kwargs: dict[str, Any] = {}
+        if model == "shuffled":
+            kwargs["interventions"] = {c.id: list(c.intervention) for c in all_cases}
+        model = get_wm(model, **kwargs)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = {
+        "model": model.name,
+        "cases_sha256": cases_digest(cases_dir),
+        "cases": [c.id for c in cases],
+        "case_sha256": {c.id: case_sha256(c) for c in cases},
+        "format": 1,
+    }
+    _write(out / MANIFEST, _json(manifest))
+    try:
+        for i, case in enumerate(cases):
+            frames = model.predict(request_for(case, cases_dir), case)
+            if len(frames) != len(case.intervention):
+                raise ValueError(
+                    f"{case.id}: {model.name} returned {len(frames)} frames for "
+                    f"{len(case.intervention)} actions"
+                )
+            for name, f in zip(prediction_names(case), frames, strict=True):
+                _write(out / name, encode_png(np.asarray(f, dtype=np.uint8)))
+            if progress is not None:
+                progress(i + 1, len(cases), case.id)
+    finally:
+        model.close()
+    return score_run(out, cases_dir)
+
+
+def load_predictions(run: Path, case: Case) -> list[np.ndarray]:
+    return [decode_png((Path(run) / n).read_bytes()) for n in prediction_names(case)]
+
+
+def score_run(run: Path, cases_dir: Path) -> dict[str, Any]:
+    """Score a run's stored predictions against the case folder's truth; write the results."""
+    run = Path(run)
+    manifest = json.loads((run / MANIFEST).read_text())
+    all_cases = load_cases(cases_dir)
+    by_id = {c.id: c for c in all_cases}
+    cases = [by_id[i] for i in manifest["cases"]]
+    scores = score_predictions(cases_dir, cases, all_cases, lambda c: load_predictions(run, c))
+    lines = "".join(json.dumps(s.model_dump(), sort_keys=True) + "\n" for s in scores)
+    _write(run / SCORES, lines.encode())
+    summary = {"model": manifest["model"], **summarize(scores)}
+    _write(run / SUMMARY, _json(summary))
+    return summary
+
+
+def rescore(run: Path, cases_dir: Path) -> list[str]:
+    """Re-derive each case's truth from the simulator and re-score the stored predictions.
+
+    Returns the problems found (empty: the run verifies): a case missing from
+    ``cases_dir`` or different from the one the run was made on (its JSON's
+    sha256), a case whose replayed truth differs from the stored frames, or a
+    stored score that differs from the re-computed one.
+    """
+    from vical.wm.sim import ContextSim
+
+    run = Path(run)
+    manifest = json.loads((run / MANIFEST).read_text())
+    all_cases = load_cases(cases_dir)
+    by_id = {c.id: c for c in all_cases}
+    problems: list[str] = []
+    claimed = manifest.get("case_sha256") or {}
+    for i in manifest["cases"]:
+        if i not in by_id:
+            problems.append(f"{i}: no such case in {cases_dir}")
+        elif claimed.get(i) != case_sha256(by_id[i]):
+            problems.append(f"{i}: the run was made on a different version of this case")
+    if problems:
+        return problems
+    cases = [by_id[i] for i in manifest["cases"]]
+    need = sorted({b for c in cases for b in c.branches})
+    truths: dict[str, list[np.ndarray]] = {}
+    from vical.wm.cases import pixels_sha256
+
+    for cid in need:
+        case = by_id[cid]
+        with ContextSim(case.origin, snapshot=False) as sim:
+            frames, _ = sim.play(case.intervention)
+        if [pixels_sha256(f) for f in frames] != case.truth_sha256:
+            problems.append(f"{cid}: the simulator's replay differs from the stored truth")
+        truths[cid] = frames
+    fresh = {
+        s.case: s.model_dump()
+        for s in score_predictions(
+            cases_dir, cases, all_cases, lambda c: load_predictions(run, c), truths
+        )
+    }
+    stored = [json.loads(line) for line in (run / SCORES).read_text().splitlines() if line]
+    for s in stored:
+        if fresh.get(s["case"]) != s:
+            problems.append(f"{s['case']}: stored score {s.get('score')} does not re-derive")
+    if len(stored) != len(fresh):
+        problems.append(f"{len(stored)} stored scores for {len(fresh)} cases")
+    summary = json.loads((run / SUMMARY).read_text())
+    again = summarize([CaseScore.model_validate(v) for v in fresh.values()])
+    if {k: v for k, v in summary.items() if k != "model"} != again:
+        problems.append(f"{SUMMARY}: its means and intervals do not re-derive from the scores")
+    return problems
