@@ -7,7 +7,8 @@ decisions twice:
   Gymnasium-registered family, the ALE env, ...), stepped ``frame_skip`` times
   per decision with native actions (``unit_steps`` simulator steps per slot
   where the adapter plays several, as Tennis does) and rendered once per
-  decision, resetting when an episode ends;
+  decision (MiniGrid, built without a render mode: its own ``get_frame`` at the
+  adapter's tile size), resetting when an episode ends;
 * vical: ``VicalEnv.step`` with canonical names (frame skip, NOOP fill,
   scoring, life-loss checks, a sha256 of every frame), resetting to the task's
   start state when an episode ends (its own ending rules and life-loss
@@ -60,6 +61,14 @@ def raw_rate(task, n: int) -> tuple[float, int]:
             return any(sim.step(a)[2] for _ in range(units))
 
         render = sim.render
+        if sim.render() is None and hasattr(sim.unwrapped, "get_frame"):
+            # MiniGrid builds its simulator without a render mode (render() draws
+            # nothing): its own RGB rendering of the map at the adapter's tile size
+            # is the raw frame
+            tile = getattr(adapter, "tile", 32)
+
+            def render():
+                return sim.unwrapped.get_frame(highlight=True, tile_size=tile)
     else:  # no Gymnasium object behind the adapter: its own primitive step is the floor
 
         def reset():

@@ -69,6 +69,15 @@ RUN = {
     ("verify",): "replays the tiny bundle's episodes",
     ("dataset", "verify"): "checks a folder's manifest",
     ("dataset", "stats"): "reads the task files",
+    ("merge",): "merges the shard folders made just before it",
+    ("view",): "exports the viewer of runs made earlier as static files (with --export)",
+    ("audit", "run"): "audits a tiny run through the local baseline server's auditor",
+    ("audit", "report"): "reads the audits made earlier in the README",
+    ("audit", "sample"): "draws the blind sample from runs audited earlier",
+    ("wm", "build"): "one scenario, one context: five world-model cases",
+    ("wm", "eval"): "the baseline server's world model on the cases built just before",
+    ("wm", "report"): "reads world-model runs made earlier in the README",
+    ("wm", "verify"): "re-scores a world-model run made earlier in the README",
 }
 PARSE_ONLY = {
     ("serve-baseline",): "serves until interrupted",
@@ -80,6 +89,9 @@ PARSE_ONLY = {
     ("tasks", "make-init"): "re-runs a human-init generator",
     ("leaderboard", "add"): "needs a bundle of a full run",
     ("leaderboard", "build"): "needs verified submissions",
+    ("play",): "serves the play page until interrupted",
+    ("audit", "label"): "serves the labelling page until interrupted",
+    ("audit", "agreement"): "needs a person's labels",
 }
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 
@@ -416,6 +428,16 @@ def treatment(path: tuple[str, ...], cmd: Command, params: dict) -> tuple[str, s
         host = urlparse(params.get("endpoint") or "").hostname
         if host not in LOCAL_HOSTS:
             return "parse", "needs a remote model API and its key"
+    if path == ("audit", "run") and not params.get("report"):
+        host = urlparse(params.get("endpoint") or "").hostname
+        if host not in LOCAL_HOSTS:
+            return "parse", "needs a remote auditor model API and its key"
+    if path == ("wm", "eval") and params.get("wm") == "http":
+        host = urlparse(params.get("endpoint") or "").hostname
+        if host not in LOCAL_HOSTS:
+            return "parse", "needs a remote world model"
+    if path == ("view",) and not params.get("export"):
+        return "parse", "serves the viewer until interrupted"
     if path in RUN:
         return "run", RUN[path]
     if path in PARSE_ONLY:
@@ -608,7 +630,14 @@ def test_readme_commands_run(tmp_path, monkeypatch):
             if path == ("eval",) and params.get("agent", "random") != "random":
                 url = server.url if params["agent"] == "gemini" else server.openai_base_url
                 extra += ["--endpoint", url]
-            if path == ("eval",) and params.get("api_key_env"):
+            if path == ("audit", "run") and params.get("endpoint"):
+                url = server.url if params.get("backend") == "gemini" else server.openai_base_url
+                extra += ["--endpoint", url]  # the baseline server answers audit requests
+            if path == ("wm", "build"):  # the last option wins: one scenario, one context
+                extra += ["--scenarios", "grid-navigation", "--contexts", "1"]
+            if path == ("wm", "eval") and params.get("wm") == "http":
+                extra += ["--endpoint", server.url]  # the baseline server's world model
+            if path in (("eval",), ("audit", "run")) and params.get("api_key_env"):
                 env[params["api_key_env"]] = "readme-test-key"
             if path == ("submit",):
                 extra += ["--partial"]

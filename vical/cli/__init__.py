@@ -18,7 +18,7 @@ the order ``vical --help`` lists them:
 ``play``     ``vical play`` (a person plays tasks in the browser)
 ``view``     ``vical view`` (runs and bundles in the browser, static export)
 ``audit``    ``vical audit RUN|run|report|sample|label|agreement`` (trajectory audits)
-``wm``       ``vical wm build|eval|report|verify`` (the world-model track)
+``wm``       ``vical wm build|eval|report|submit|verify`` (the world-model track)
 
 Start-up stays light: at import time these modules load only the standard library,
 typer, rich and two stdlib-only vical modules (errors, paper). Each command imports
