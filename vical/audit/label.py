@@ -32,6 +32,7 @@ from vical.audit.prompt import instructions
 from vical.audit.sample import case_folder, load_sample
 from vical.audit.verdict import ATTRIBUTION, RULE_LABELS, STAGES, STRATEGY_LABELS, TRANSFER
 from vical.errors import RunFolderError
+from vical.serve.background import BackgroundServer
 
 LABELS_SCHEMA = 1
 LABEL_FIELDS: dict[str, tuple[str, ...]] = {
@@ -103,7 +104,7 @@ def _page(title: str, body: str) -> bytes:
     ).encode()
 
 
-class LabelServer:
+class LabelServer(BackgroundServer):
     """The labelling page; ``with LabelServer(sample, labels) as s:`` serves on a free port."""
 
     def __init__(
@@ -120,31 +121,6 @@ class LabelServer:
         self._httpd = ThreadingHTTPServer((host, port), _handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def start(self) -> LabelServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def serve_forever(self) -> None:
-        self._httpd.serve_forever()
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> LabelServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- data -------------------------------------------------------------------------
     def evidence(self, case: str) -> Evidence:

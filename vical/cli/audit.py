@@ -17,7 +17,19 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from vical.cli._common import OptionError, console, err, fail, interrupted, say
+from vical.cli._common import (
+    API_KEY_ENV,
+    EXTRA_BODY,
+    MAX_OUTPUT_TOKENS,
+    REASONING_EFFORT,
+    TEMPERATURE,
+    OptionError,
+    console,
+    err,
+    fail,
+    interrupted,
+    say,
+)
 
 
 class _AuditGroup(TyperGroup):
@@ -67,19 +79,11 @@ def run_cmd(
     ),
     endpoint: str = typer.Option(None, "--endpoint", help="API base URL of the auditor."),
     model: str = typer.Option(None, "--model", help="Auditor model name at the endpoint."),
-    api_key_env: str = typer.Option(
-        None, "--api-key-env", help="Environment variable holding the API key."
-    ),
-    temperature: float = typer.Option(None, "--temperature", help="Sampling temperature."),
-    max_output_tokens: int = typer.Option(
-        None, "--max-output-tokens", help="Cap on tokens per reply."
-    ),
-    reasoning_effort: str = typer.Option(
-        None, "--reasoning-effort", help="Reasoning effort where the provider has it."
-    ),
-    extra_body: str = typer.Option(
-        None, "--extra-body", help="JSON object merged into each request body."
-    ),
+    api_key_env: str = API_KEY_ENV,
+    temperature: float = TEMPERATURE,
+    max_output_tokens: int = MAX_OUTPUT_TOKENS,
+    reasoning_effort: str = REASONING_EFFORT,
+    extra_body: str = EXTRA_BODY,
     request_timeout: float = typer.Option(
         600.0, "--request-timeout", min=0.1, help="Seconds to wait for one auditor reply."
     ),

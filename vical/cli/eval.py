@@ -18,7 +18,20 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from vical.cli._common import OptionError, console, err, fail, interrupted, say, select
+from vical.cli._common import (
+    API_KEY_ENV,
+    EXTRA_BODY,
+    MAX_OUTPUT_TOKENS,
+    REASONING_EFFORT,
+    TEMPERATURE,
+    OptionError,
+    console,
+    err,
+    fail,
+    interrupted,
+    say,
+    select,
+)
 from vical.cli.report import ReportOptions, write_report
 
 if TYPE_CHECKING:
@@ -304,19 +317,11 @@ def eval_cmd(
     seed: int = typer.Option(0, "--seed", help="Run seed; each episode's seed derives from it."),
     endpoint: str = typer.Option(None, "--endpoint", help="API base URL of the model server."),
     model: str = typer.Option(None, "--model", help="Model name at the endpoint."),
-    api_key_env: str = typer.Option(
-        None, "--api-key-env", help="Environment variable holding the API key."
-    ),
-    temperature: float = typer.Option(None, "--temperature", help="Sampling temperature."),
-    max_output_tokens: int = typer.Option(
-        None, "--max-output-tokens", help="Cap on tokens per reply."
-    ),
-    reasoning_effort: str = typer.Option(
-        None, "--reasoning-effort", help="Reasoning effort where the provider has it."
-    ),
-    extra_body: str = typer.Option(
-        None, "--extra-body", help="JSON object merged into each request body."
-    ),
+    api_key_env: str = API_KEY_ENV,
+    temperature: float = TEMPERATURE,
+    max_output_tokens: int = MAX_OUTPUT_TOKENS,
+    reasoning_effort: str = REASONING_EFFORT,
+    extra_body: str = EXTRA_BODY,
     frames: str = typer.Option(
         "none",
         "--frames",

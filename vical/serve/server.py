@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from vical.serve.auditor import audit_context, auditor_answer, check_auditor_mode, request_mode
+from vical.serve.background import BackgroundServer
 from vical.serve.conversation import BadRequest, Conversation
 from vical.serve.faults import (
     BROKEN_BODIES,
@@ -25,7 +26,7 @@ from vical.serve.policy import POLICIES, ExpertPolicy, legal_actions, pick_actio
 from vical.serve.wire import context_error_body, error_body, read_request, reply_body, route
 
 
-class BaselineServer:
+class BaselineServer(BackgroundServer):
     """The baseline server; ``with BaselineServer() as s:`` runs it on a free port."""
 
     def __init__(
@@ -65,36 +66,11 @@ class BaselineServer:
         self._thread: threading.Thread | None = None
 
     @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        if isinstance(host, bytes):  # typeshed allows it; an AF_INET server gives str
-            host = host.decode()
-        return f"http://{host}:{port}"
-
-    @property
     def openai_base_url(self) -> str:
         return self.url + "/v1"
 
-    def start(self) -> BaselineServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def serve_forever(self) -> None:
-        self._httpd.serve_forever()
-
-    def stop(self) -> None:
+    def before_stop(self) -> None:
         self.stopping.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> BaselineServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- decisions ------------------------------------------------------------------
     def choose_fault(self, conv: Conversation, n_before: int) -> Fault | None:
