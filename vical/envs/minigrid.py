@@ -368,7 +368,8 @@ def picked_target(_state: State, event: str | None) -> bool:
 # ---------------------------------------------------------------------------
 # Rendering
 # ---------------------------------------------------------------------------
-_UNSEEN = np.zeros(3, dtype=np.uint8)
+# cells outside the current view are black: a new frame starts as zeros (filling a
+# frame with a colour, pixel by pixel, cost more than drawing all its visible tiles)
 _STRIP_BG = np.array([40, 40, 40], dtype=np.uint8)
 
 
@@ -380,18 +381,16 @@ def visible_cells(env: MiniGridEnv) -> np.ndarray:
     what is behind them), mapped to world coordinates.
     """
     _, vis = env.gen_obs_grid()
-    f = np.array(_DIR_VEC[env.agent_dir])
-    r = np.array((-f[1], f[0]))
+    fx, fy = (int(v) for v in _DIR_VEC[env.agent_dir])
+    rx, ry = -fy, fx
     n = env.agent_view_size
-    top_left = np.array(env.agent_pos) + f * (n - 1) - r * (n // 2)
+    px, py = (int(v) for v in env.agent_pos)
+    left, top = px + fx * (n - 1) - rx * (n // 2), py + fy * (n - 1) - ry * (n // 2)
+    vi, vj = np.nonzero(vis)  # view cell (vi, vj) -> world cell top-left - f*vj + r*vi
+    ai, aj = left - fx * vj + rx * vi, top - fy * vj + ry * vi
+    inside = (ai >= 0) & (ai < env.width) & (aj >= 0) & (aj < env.height)
     mask = np.zeros((env.width, env.height), dtype=bool)
-    for vj in range(n):
-        for vi in range(n):
-            if not vis[vi, vj]:
-                continue
-            ai, aj = top_left - f * vj + r * vi
-            if 0 <= ai < env.width and 0 <= aj < env.height:
-                mask[ai, aj] = True
+    mask[ai[inside], aj[inside]] = True
     return mask
 
 
@@ -405,7 +404,6 @@ def render_view(
 ) -> np.ndarray:
     """The full map north-up with only the currently visible cells drawn (see module docstring)."""
     img = np.zeros((env.height * tile, env.width * tile, 3), dtype=np.uint8)
-    img[:] = _UNSEEN
     ax, ay = (int(v) for v in env.agent_pos)
     for i, j in zip(*np.nonzero(mask), strict=True):
         here = i == ax and j == ay
