@@ -63,14 +63,10 @@ def judgments(rule: str, strategy: str, stage: str) -> dict[str, str]:
 
 
 def _run_name(run_dir: Path) -> str:
-    from vical.run.results import RunManifest
+    from vical.run.results import run_model
 
-    manifest = run_dir / "manifest.json"
-    if manifest.is_file():
-        model = RunManifest.model_validate_json(manifest.read_text()).agent_settings.get("model")
-        if model:
-            return f"{run_dir.name} ({model})"
-    return run_dir.name
+    model = run_model(run_dir)
+    return f"{run_dir.name} ({model})" if model else run_dir.name
 
 
 def load_pairs(sample_path: Path, labels_path: Path) -> list[Pair]:

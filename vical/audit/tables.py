@@ -154,14 +154,11 @@ def joint_table(
 def run_audit(run_dir: Path) -> RunAudit:
     """The audit tables of one run folder."""
     from vical.report.table import report_run
-    from vical.run.results import RunManifest
+    from vical.run.results import run_model
 
     run_dir = Path(run_dir)
     table1 = report_run(run_dir).columns["All"]
-    model = None
-    manifest = run_dir / "manifest.json"
-    if manifest.is_file():
-        model = RunManifest.model_validate_json(manifest.read_text()).agent_settings.get("model")
+    model = run_model(run_dir)
     labels, coverage = episode_labels(run_dir)
     rules: dict[str, list[str]] = defaultdict(list)
     strategies: dict[str, list[str]] = defaultdict(list)

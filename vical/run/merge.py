@@ -37,7 +37,7 @@ from typing import Any
 
 from vical.errors import RunFolderError
 from vical.outcomes import episode_name
-from vical.run.results import EvalResult, RunManifest, atomic_write_json
+from vical.run.results import EvalResult, RunManifest, atomic_write_json, read_manifest
 from vical.run.runner import NON_RESULT_SETTINGS, episode_problems, lock_run_folder
 from vical.run.shard import MergedShard, Shard, ShardInfo, episode_set, select_shard
 from vical.spec import get_task, tasks_digest
@@ -68,13 +68,10 @@ def _names(names: Sequence[str]) -> str:
 
 
 def _load(folder: Path) -> tuple[RunManifest, ShardInfo]:
-    path = folder / "manifest.json"
-    if not path.is_file():
-        raise MergeError(f"{folder}: no manifest.json; give the folders `vical eval --shard` wrote")
     try:
-        m = RunManifest.model_validate_json(path.read_bytes())
-    except ValueError as e:
-        raise MergeError(f"{path} is not a vical run manifest ({type(e).__name__})") from None
+        m = read_manifest(folder, "give the folders `vical eval --shard` wrote")
+    except RunFolderError as e:
+        raise MergeError(str(e)) from None
     if m.shard is None:
         raise MergeError(
             f"{folder} is not a shard (its manifest records no --shard); only folders written "

@@ -75,6 +75,29 @@ class RunManifest(BaseModel):
     merged_from: list[MergedShard] | None = None
 
 
+def read_manifest(
+    run_dir: Path, hint: str = "pass a folder that `vical eval` wrote"
+) -> RunManifest:
+    """The run folder's ``manifest.json``; :class:`~vical.errors.RunFolderError` naming the
+    folder (and ``hint``, the fix) when it is missing or not a run manifest."""
+    from vical.errors import RunFolderError
+
+    path = Path(run_dir) / "manifest.json"
+    if not path.is_file():
+        raise RunFolderError(f"{run_dir}: no manifest.json; {hint}")
+    try:
+        return RunManifest.model_validate_json(path.read_bytes())
+    except ValueError as e:
+        raise RunFolderError(f"{path} is not a vical run manifest ({type(e).__name__})") from None
+
+
+def run_model(run_dir: Path) -> str | None:
+    """The ``--model`` a run folder's manifest records, None without one (or a manifest)."""
+    if not (Path(run_dir) / "manifest.json").is_file():
+        return None
+    return read_manifest(run_dir).agent_settings.get("model")
+
+
 def _read_umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)

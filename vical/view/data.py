@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vical.errors import RunFolderError
 from vical.outcomes import episode_name
-from vical.run.results import EvalResult, RunManifest
+from vical.run.results import EvalResult, RunManifest, read_manifest
 
 
 class ViewError(ValueError):
@@ -57,13 +58,10 @@ class Run:
 
 
 def _open_folder(folder: Path) -> tuple[RunManifest, dict[str, EvalResult]]:
-    mpath = folder / "manifest.json"
-    if not mpath.is_file():
-        raise ViewError(f"{folder}: no manifest.json; pass a vical run folder or bundle")
     try:
-        manifest = RunManifest.model_validate_json(mpath.read_text())
-    except ValueError as e:
-        raise ViewError(f"{mpath} is not a vical run manifest ({type(e).__name__})") from None
+        manifest = read_manifest(folder, "pass a vical run folder or bundle")
+    except RunFolderError as e:
+        raise ViewError(str(e)) from None
     results: dict[str, EvalResult] = {}
     for p in sorted((folder / "episodes").glob("*/eval_result.json")):
         try:
