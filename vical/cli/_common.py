@@ -9,7 +9,7 @@ option value) or calls :func:`fail` directly.
 from __future__ import annotations
 
 import signal
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -38,6 +38,22 @@ REASONING_EFFORT = typer.Option(
     None, "--reasoning-effort", help="Reasoning effort where the provider has it."
 )
 EXTRA_BODY = typer.Option(None, "--extra-body", help="JSON object merged into each request body.")
+
+
+def serve_page(server: Any, open_browser: bool, stopped: str = "stopped") -> None:
+    """Serve a local page (``vical play``, ``vical view``) until Ctrl-C: print its
+    address, open it in the default browser when asked, close the server on leaving."""
+    console.print(f"open {server.url} in a browser; Ctrl-C stops")
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(server.url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        console.print(f"\n{stopped}")
+    finally:
+        server.close()
 
 
 def say(line: str) -> None:

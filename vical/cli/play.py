@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from vical.cli._common import console, fail, select
+from vical.cli._common import console, fail, select, serve_page
 
 _PARTICIPANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -97,17 +97,8 @@ def play_cmd(
         )
         for line in session.repaired:
             console.print(f"moved aside (damaged, will be played again): {line}")
-        console.print(f"open {server.url} in a browser; Ctrl-C stops (finished episodes are kept)")
-        if open_browser:
-            import webbrowser
-
-            webbrowser.open(server.url)
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            console.print("\nstopped; run the same command to continue")
-        finally:
-            server.close()
+        console.print("finished episodes are kept when you stop")
+        serve_page(server, open_browser, "stopped; run the same command to continue")
 
 
 def adopt_recordings(paths: list[Path], tasks_dir: Path | None = None) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from vical.cli._common import console, err, fail, interrupted
+from vical.cli._common import console, err, fail, interrupted, serve_page
 
 
 def view_cmd(
@@ -81,14 +81,4 @@ def view_cmd(
             fail(f"cannot listen on 127.0.0.1:{port}: {e.strerror}; pick another --port")
         for r in catalog.runs:
             console.print(f"{r.key}: {r.label}, {len(r.results)} episode(s) from {r.source}")
-        console.print(f"open {server.url} in a browser; Ctrl-C stops")
-        if open_browser:
-            import webbrowser
-
-            webbrowser.open(server.url)
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            console.print("\nstopped")
-        finally:
-            server.close()
+        serve_page(server, open_browser)
