@@ -57,6 +57,19 @@ class Run:
         return f"{self.name} ({self.manifest.agent}{extra})"
 
 
+def _outcome(r: EvalResult) -> dict[str, Any]:
+    """What the table and the player both show of an episode's result."""
+    return {
+        "run_index": r.run_index,
+        "score": r.score,
+        "passed": r.passed,
+        "outcome": r.outcome,
+        "failure_mode": r.failure_mode,
+        "steps": r.steps,
+        "max_steps": r.max_steps,
+    }
+
+
 def _open_folder(folder: Path) -> tuple[RunManifest, dict[str, EvalResult]]:
     try:
         manifest = read_manifest(folder, "pass a vical run folder or bundle")
@@ -166,13 +179,7 @@ class Catalog:
                 row["runs"].setdefault(run.key, []).append(
                     {
                         "episode": ep,
-                        "run_index": r.run_index,
-                        "score": r.score,
-                        "passed": r.passed,
-                        "outcome": r.outcome,
-                        "failure_mode": r.failure_mode,
-                        "steps": r.steps,
-                        "max_steps": r.max_steps,
+                        **_outcome(r),
                         "infrastructure_failure": r.infrastructure_failure,
                     }
                 )
@@ -269,15 +276,9 @@ class Catalog:
             "run_label": run.label,
             "episode": episode,
             "task": r.task_id,
-            "run_index": r.run_index,
             "agent": r.agent,
             "session": session,
-            "score": r.score,
-            "passed": r.passed,
-            "outcome": r.outcome,
-            "failure_mode": r.failure_mode,
-            "steps": r.steps,
-            "max_steps": r.max_steps,
+            **_outcome(r),
             "actions": r.actions,
             "frame_hashes": r.frame_hashes,
             "frames_saved": (folder / "frames").is_dir(),
