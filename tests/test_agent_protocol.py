@@ -678,3 +678,88 @@ def test_base_agent_preflight_is_a_no_op():
     random_agent = get_agent("random", seed=1)
     assert random_agent.preflight() is None
     assert Agent.preflight is type(random_agent).preflight
+
+
+# ------------------------------------------------------------------ one message outside a game
+
+
+def _conversation(server, model, **kw):
+    """An agent started on a conversation of its own, as the audit starts its auditor."""
+    from vical.agent.base import EpisodeContext
+
+    agent = chat_agent(server, model=model, **kw)
+    agent.start(EpisodeContext(task=TASK, run_index=0, seed=0, action_names=[], max_steps=0))
+    return agent
+
+
+def _text(text):
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+def test_ask_sends_one_message_with_its_media_and_the_conversation_goes_on(server):
+    with pytest.raises(RuntimeError, match=r"call start\(\) before ask\(\)"):
+        chat_agent(server, model="ask-early").ask(_text("too early"))
+    agent = _conversation(server, "ask-conversation")
+    jpeg = encode_jpeg(make_env(TASK).reset())
+    sha = hashlib.sha256(jpeg).hexdigest()
+    first = {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "What does this picture show?"},
+            {"type": "image", "sha256": sha, "mime": "image/jpeg"},
+        ],
+    }
+    one = agent.ask(first, {sha: (jpeg, "image/jpeg")})
+    assert one.failure is None and one.reply is not None and one.reply.text
+    assert [r["type"] for r in one.records] == ["request", "response"]
+    assert one.records[0]["append"] == [first] and one.records[0]["step"] == 0
+    assert one.usage["input_tokens"] > 0 and one.usage == one.records[1]["usage"]
+    second = _text("And what should happen next?")  # the picture stays in the history
+    two = agent.ask(second)
+    assert two.failure is None
+    assistant = {"role": "assistant", "content": [{"type": "text", "text": one.reply.text}]}
+    assert two.records[0]["append"] == [assistant, second]
+    b1, b2 = (b["messages"] for b in bodies_for(server, "ask-conversation"))
+    assert [m["role"] for m in b1] == ["user"]  # no system message, no task introduction
+    (image,) = [p for p in b1[0]["content"] if p["type"] == "image_url"]
+    assert data_url_bytes(image["image_url"]["url"]) == ("image/jpeg", jpeg)
+    assert [m["role"] for m in b2] == ["user", "assistant", "user"]
+    assert b2[0] == b1[0] and b2[1]["content"] == one.reply.text
+    assert chat_user_texts(b2[2]) == ["And what should happen next?"]
+    # a message that names media the agent was never given, or is not the user's, is refused
+    with pytest.raises(ValueError, match=r"media deadbeef.*pass its \(bytes, MIME type\)"):
+        agent.ask({"role": "user", "content": [{"type": "image", "sha256": "deadbeef"}]})
+    with pytest.raises(ValueError, match="not a 'assistant' one"):
+        agent.ask(assistant)
+    assert len(bodies_for(server, "ask-conversation")) == 2
+
+
+def test_ask_retries_like_a_turn_and_keeps_a_failed_message_out_of_the_history():
+    with BaselineServer(record_bodies=True, retry_after=0) as s:
+        # transport retries: two 500s absorbed, the same body resent
+        agent = _conversation(s, "fault-500-2")
+        ok = agent.ask(_text("first question"))
+        assert ok.failure is None and ok.reply is not None
+        assert [r["type"] for r in ok.records] == ["request", "api_error"] * 2 + [
+            "request",
+            "response",
+        ]
+        assert all(r["wait_s"] > 0 for r in ok.records if r["type"] == "api_error")
+        sent = bodies_for(s, "fault-500-2")
+        statuses = [r["status"] for r in s.requests if r.get("model") == "fault-500-2"]
+        assert statuses == [500, 500, 200] and sent[0] == sent[2]
+        # a failure after the retries: api_error, and the message is not kept
+        agent = _conversation(s, "fault-500-1", transport_retries=0)
+        failed = agent.ask(_text("lost question"))
+        assert failed.reply is None and failed.failure == "api_error" and failed.usage == {}
+        assert [r["type"] for r in failed.records] == ["request", "api_error"]
+        again = agent.ask(_text("next question"))
+        assert again.failure is None
+        assert again.records[0]["append"] == [_text("next question")]
+        last = bodies_for(s, "fault-500-1")[-1]["messages"]
+        assert [chat_user_texts(m) for m in last] == [["next question"]]
+        # a context-length error is token_overflow at once, without retries
+        agent = _conversation(s, "fault-context-length")
+        over = agent.ask(_text("a long question"))
+        assert over.reply is None and over.failure == "token_overflow"
+        assert [r["type"] for r in over.records] == ["request", "api_error"]

@@ -49,6 +49,10 @@ the model, what failed (cannot connect, key refused, model or path not
 found, malformed reply, timeout, other status) and what to check. Any
 well-formed reply passes, whatever its text.
 
+Beyond the game: :meth:`ProtocolAgent.ask` sends one user message of another
+kind of conversation (an audit's questions) under the same transport rules,
+and keeps it and its reply in the history only when the request succeeded.
+
 Messages are kept in a provider-neutral form (:data:`Message`) whose media
 parts reference bytes by sha256. A backend turns them into its provider's
 request body (:meth:`ProtocolAgent.render_payload`, a pure function of the
@@ -232,6 +236,23 @@ class Reply:
     usage: dict[str, int] = field(default_factory=dict)
     finish_reason: str | None = None
     model: str | None = None
+
+
+@dataclass
+class Exchange:
+    """What came of one message sent by :meth:`ProtocolAgent.ask`.
+
+    ``reply`` is the reply as the protocol keeps it (capped and redacted), or
+    None when the request failed, ``failure`` then saying how
+    (``token_overflow`` or ``api_error``). ``records`` holds the ``request``,
+    ``response`` and ``api_error`` records of every attempt, in the form an
+    episode's log holds them; ``usage`` is the reply's token usage.
+    """
+
+    reply: Reply | None
+    failure: FailureMode | None
+    records: list[dict[str, Any]]
+    usage: dict[str, int]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -605,6 +626,46 @@ class ProtocolAgent(Agent):
                     ],
                 }
             ]
+
+    # -- one message of a conversation that is not a game ------------------------------
+    def ask(self, message: Message, media: Media | None = None) -> Exchange:
+        """Send one user message after the conversation so far; what came of it.
+
+        For a conversation about something other than a move (an audit asks
+        its questions this way). ``message`` is a user message whose media parts
+        name their bytes by sha256 in ``media`` (or in the media of an earlier
+        ``ask`` since :meth:`start`). The request goes out exactly as a turn's
+        does: transport retries, backoff, the Retry-After cap, failure
+        classification, redaction and the size cap; the reply's text is not
+        parsed, so there are no format retries. On success the message and the
+        reply join the history and the next ``ask`` continues the conversation;
+        on failure the history stays as it was. Records carry step 0.
+        Call :meth:`start` first: it begins a new conversation.
+        """
+        if self._ctx is None:
+            raise RuntimeError("call start() before ask()")
+        if message.get("role") != "user":
+            raise ValueError(f"ask() sends a user message, not a {message.get('role')!r} one")
+        for sha, item in (media or {}).items():
+            self._media.setdefault(sha, item)
+        for part in message["content"]:
+            sha = part.get("sha256")
+            if sha is not None and sha not in self._media:
+                raise ValueError(
+                    f"the message names media {sha}, given neither in media= nor earlier in "
+                    "this conversation; pass its (bytes, MIME type) in media="
+                )
+        records: list[dict[str, Any]] = []
+        usage: dict[str, int] = {}
+        reply, failure, _ = self._request([message], 0, records, usage)
+        if reply is None:
+            self._logged = len(self._history)  # the next request's record names its message
+        else:
+            self._history.append(message)
+            self._history.append(
+                {"role": "assistant", "content": [{"type": "text", "text": reply.text}]}
+            )
+        return Exchange(reply=reply, failure=failure, records=records, usage=usage)
 
     # -- one request with transport retries ------------------------------------------
     def _request(

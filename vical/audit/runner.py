@@ -3,9 +3,9 @@
 For each episode of ``<run>/episodes`` that is a result (infrastructure
 failures are not) the auditor is asked each criterion in its own conversation
 (:func:`vical.audit.prompt.audit_message`). The request goes through the
-auditor backend's own request path, so it gets exactly the evaluation's
-transport retries, backoff, Retry-After cap, redaction and failure
-classification (:class:`vical.agent.protocol.ProtocolAgent`).
+auditor backend's own request path (:meth:`vical.agent.protocol.ProtocolAgent.ask`),
+so it gets exactly the evaluation's transport retries, backoff, Retry-After cap,
+redaction and failure classification.
 
 A reply that is not an acceptable verdict (:func:`vical.audit.verdict.check_verdict`)
 is kept, and the auditor is told what was wrong and asked again, at most
@@ -38,13 +38,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vical.audit.evidence import Evidence, Message, Part, load_evidence
 from vical.audit.prompt import audit_message, prompt_sha256, retry_message
 from vical.audit.verdict import CRITERIA, VerdictError, check_verdict
 from vical.errors import AgentConfigError, RunFolderError
+from vical.outcomes import FailureMode
 from vical.run.results import atomic_write_json, load_results
+
+if TYPE_CHECKING:
+    from vical.agent.protocol import Media, ProtocolAgent
 
 SCHEMA_VERSION = 1
 VALID = "valid"
@@ -133,44 +137,13 @@ def _frames_for_videos(evidence: Evidence, task: Any) -> None:
         turn.parts[:] = parts
 
 
-class AuditorSession:
-    """One criterion's conversation with the auditor, through the backend's request path.
-
-    The conversation goes through :class:`~vical.agent.protocol.ProtocolAgent`'s own
-    single-request method (transport retries, backoff, failure classification),
-    with the evidence's media in the agent's media store. This is the one place
-    that reaches into the agent's episode state.
-    """
-
-    def __init__(self, agent: Any, task: Any, media: dict[str, tuple[bytes, str]]):
-        from vical.agent.base import EpisodeContext
-
-        self.agent = agent
-        agent.start(EpisodeContext(task=task, run_index=0, seed=0, action_names=[], max_steps=0))
-        agent._media.update(media)
-
-    def ask(
-        self, pending: list[Message]
-    ) -> tuple[Any, str | None, list[dict[str, Any]], dict[str, int]]:
-        """(reply or None, failure mode or None, the agent's records, token usage)."""
-        records: list[dict[str, Any]] = []
-        usage: dict[str, int] = {}
-        reply, failure, _ = self.agent._request(pending, 0, records, usage)
-        if reply is not None:
-            self.agent._history.extend(pending)
-            self.agent._history.append(
-                {"role": "assistant", "content": [{"type": "text", "text": reply.text}]}
-            )
-        return reply, None if failure is None else str(failure), records, usage
-
-
 def _errors(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     keep = ("kind", "reason", "status", "message", "retry_after", "wait_s", "gave_up")
     return [{k: r.get(k) for k in keep} for r in records if r.get("type") == "api_error"]
 
 
 def audit_criterion(
-    agent: Any,
+    agent: ProtocolAgent,
     evidence: Evidence,
     criterion: str,
     task: Any,
@@ -178,22 +151,28 @@ def audit_criterion(
     verdict_retries: int = DEFAULT_VERDICT_RETRIES,
 ) -> dict[str, Any]:
     """Ask one criterion about one episode; the criterion's record (see the module doc)."""
+    from vical.agent.base import EpisodeContext
     from vical.agent.parse import split_think
 
-    session = AuditorSession(agent, task, evidence.media)
+    # each criterion is a conversation of its own
+    agent.start(EpisodeContext(task=task, run_index=0, seed=0, action_names=[], max_steps=0))
     rules = (task.env.rules.basic, task.env.rules.detailed)
-    pending: list[Message] = [audit_message(evidence, criterion, rules)]
+    message: Message = audit_message(evidence, criterion, rules)
+    media: Media | None = evidence.media  # sent with the first message
     attempts: list[dict[str, Any]] = []
     api_errors: list[dict[str, Any]] = []
     usage: dict[str, int] = {}
     status, verdict = INVALID, None
     while True:
-        reply, failure, records, used = session.ask(pending)
-        api_errors += _errors(records)
-        for k, v in used.items():
+        exchange = agent.ask(message, media)
+        media = None
+        api_errors += _errors(exchange.records)
+        for k, v in exchange.usage.items():
             usage[k] = usage.get(k, 0) + v
-        if failure is not None:
-            status = CONTEXT_LENGTH if failure == "token_overflow" else API_ERROR
+        reply = exchange.reply
+        if reply is None:
+            overflow = exchange.failure == FailureMode.TOKEN_OVERFLOW
+            status = CONTEXT_LENGTH if overflow else API_ERROR
             break
         answer, think = split_think(reply.text)
         attempt: dict[str, Any] = {"text": reply.text}
@@ -207,7 +186,7 @@ def audit_criterion(
             attempt["refused"] = {"kind": e.kind, "reason": e.message}
             if len(attempts) > verdict_retries:
                 break
-            pending = [retry_message(e.message, criterion)]
+            message = retry_message(e.message, criterion)
             continue
         status = VALID
         break
