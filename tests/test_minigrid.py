@@ -223,3 +223,17 @@ def test_frame_shows_only_the_current_view_and_the_heading():
         tile2 = s.frame[y * t : (y + 1) * t, x * t : (x + 1) * t]
         assert not np.array_equal(tile0, tile2)
         assert 200 <= f0.shape[0] <= 520 and 200 <= f0.shape[1] <= 520
+
+
+def test_visible_is_the_current_view_and_read_only():
+    with make_env(get_task("multiroom/base")) as env:
+        env.reset()
+        a = env.adapter
+        before = a.visible.copy()
+        assert before.shape == (a.grid_env.width, a.grid_env.height) and before.any()
+        for action in ("Left", "Left"):  # now facing the other way
+            env.step(action)
+            assert np.array_equal(a.visible, visible_cells(a.grid_env))
+        assert not np.array_equal(a.visible, before)
+        with pytest.raises(ValueError, match="read-only"):
+            a.visible[0, 0] = True

@@ -460,6 +460,14 @@ class MiniGridAdapter(GymAdapter):
         self._mask = visible_cells(self.grid_env)
         return tick
 
+    @property
+    def visible(self) -> np.ndarray:
+        """The cells in the agent's view now: a read-only boolean (width, height) mask,
+        indexed ``[x, y]``, the cells the frame draws (see :func:`visible_cells`)."""
+        view = self._mask.view()
+        view.flags.writeable = False
+        return view
+
     def frame(self) -> np.ndarray:
         if self._frame is None:
             self._frame = render_view(self.grid_env, self._mask, self.tile, self.carry_strip)

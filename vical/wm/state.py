@@ -16,11 +16,14 @@ and its checks are made on pixels (:mod:`vical.wm.score`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from vical.envs import VicalEnv
+
+if TYPE_CHECKING:
+    from vical.envs.minigrid import MiniGridAdapter
 
 EXACT_FAMILIES = frozenset({"toytext", "minigrid", "tetris", "breakout"})
 
@@ -70,9 +73,9 @@ def minigrid_object(obj: Any) -> str:
 
 
 def _minigrid(env: VicalEnv) -> dict[str, Any]:
-    ad: Any = env.adapter
+    ad = cast("MiniGridAdapter", env.adapter)
     e = ad.grid_env
-    mask = ad._mask
+    mask = ad.visible
     facts: dict[str, Any] = {}
     ax, ay = (int(v) for v in e.agent_pos)
     facts["agent x"] = ax
