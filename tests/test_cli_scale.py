@@ -62,6 +62,19 @@ def test_ray_executor_needs_the_package_and_an_address(monkeypatch):
     assert shard_option(None) is None and str(shard_option("1/3")) == "1/3"
 
 
+def test_a_ray_cluster_it_cannot_use_is_one_error_line_before_any_progress(tmp_path, monkeypatch):
+    """Nothing answers at the address (with the ray extra) or the package is missing
+    (without it): either way one `error:` line, and no progress bar drawn first."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    r = _eval(tmp_path, "--executor", "ray", "--ray-address", "127.0.0.1:1", "--no-report")
+    assert r.exit_code == 2, r.output
+    (line,) = r.stderr.splitlines()  # the bar would be drawn on stderr, above the error
+    if importlib.util.find_spec("ray") is None:
+        assert line.startswith("error: --executor ray needs the Python package 'ray'")
+    else:
+        assert line.startswith("error: nothing answers at the Ray address '127.0.0.1:1'")
+
+
 def test_merge_takes_folders_or_verdict_files_not_both(tmp_path):
     (tmp_path / "run").mkdir()
     (tmp_path / "v.json").write_text("{}")

@@ -46,8 +46,9 @@ def wm_eval(
     """Run a world model on the cases, store its predictions and score them."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from vical.wm.evaluate import evaluate
-    from vical.wm.models import get_wm, wm_names
+    from vical.wm.cases import load_cases
+    from vical.wm.evaluate import evaluate, select
+    from vical.wm.models import WorldModel, get_wm, wm_names
     from vical.wm.protocol import ProtocolError
 
     if wm not in wm_names() and ":" not in wm:
@@ -59,7 +60,14 @@ def wm_eval(
         fail("--wm http needs --endpoint URL (for example http://127.0.0.1:8000)")
     names = [s.strip() for s in scenarios.split(",") if s.strip()] if scenarios else None
     try:
-        model = get_wm("http", endpoint=endpoint) if wm == "http" else wm
+        # the cases are read and the model is built before the bar is drawn, so that an
+        # error there is one line with no empty bar above it
+        select(load_cases(cases), names)
+        model: WorldModel | str = wm  # a control, which evaluate builds for the cases
+        if wm == "http":
+            model = get_wm("http", endpoint=endpoint)
+        elif ":" in wm:  # a class outside vical, imported here
+            model = get_wm(wm)
         with Progress(
             TextColumn("[bold]predict[/]"), BarColumn(), MofNCompleteColumn(), console=console
         ) as bar:

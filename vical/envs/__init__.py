@@ -112,6 +112,26 @@ def make_adapter(task: TaskSpec) -> Adapter:
     return adapter
 
 
+def preload(tasks: list[TaskSpec]) -> None:
+    """Import the game and family modules (and read the registries) the tasks need.
+
+    Called by a parent process before it forks its workers, so each worker
+    inherits the imports instead of repeating them at its first episode. Best
+    effort: a problem is left for the episode that meets it to report.
+    """
+    seen: set[str] = set()
+    for task in tasks:
+        if task.env.env in seen:
+            continue
+        seen.add(task.env.env)
+        try:
+            check_simulator(task.env)
+            game_module(task.env)
+            importlib.import_module(f"vical.envs.{FAMILIES[task.env.family]}")
+        except Exception:  # reported by the episode that builds the task
+            continue
+
+
 # Simulators handed back by closed environments, newest last, for the next
 # make_env of the same task in this process: (task, game packages, adapter).
 # Only adapters whose next reset restores the whole start state (a saved start

@@ -209,71 +209,71 @@ def cluster_cpus(ray: Any) -> int:
 
 
 def run_on_ray(
+    ray: Any,
     jobs: Iterable[EpisodeJob],
     workers: int | None,
     on_result: Callable[[EpisodeJob, Any, BaseException | None], bool | None],
     *,
-    address: str | None,
     on_abort: Callable[[], None] | None = None,
 ) -> bool:
     """Play every job as a Ray task, at most ``workers`` at once (None: the cluster's CPUs).
 
-    Same contract as :func:`vical.run.pool.run_pool` (see the module docstring):
+    ``ray`` is the module as :func:`connected` gives it: the caller connects
+    first (and so can report a cluster it cannot use before it shows any
+    progress) and disconnects after. Same contract as
+    :func:`vical.run.pool.run_pool` (see the module docstring):
     ``on_result(job, episode name, error)`` is called in this process as each
     episode lands; returns True when every job was scheduled.
     """
     queue = iter(jobs)
-    with connected(address) as ray:
-        remote = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)(
-            play_on_worker
-        )
-        limit = max(1, workers or cluster_cpus(ray))
-        pending: dict[Any, EpisodeJob] = {}
-        stopped = False
+    remote = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)(play_on_worker)
+    limit = max(1, workers or cluster_cpus(ray))
+    pending: dict[Any, EpisodeJob] = {}
+    stopped = False
 
-        def cancel_all() -> None:
-            for ref in list(pending):
-                with contextlib.suppress(Exception):
-                    ray.cancel(ref, force=True)
+    def cancel_all() -> None:
+        for ref in list(pending):
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True)
 
-        def abort() -> None:
-            cancel_all()
-            if on_abort is not None:
-                with contextlib.suppress(Exception):
-                    on_abort()
+    def abort() -> None:
+        cancel_all()
+        if on_abort is not None:
+            with contextlib.suppress(Exception):
+                on_abort()
 
-        with SignalScope(abort, raise_first=False) as sig:
-            try:
-                while True:
-                    while not stopped and sig.received is None and len(pending) < limit:
-                        job = next(queue, None)
-                        if job is None:
-                            break
-                        pending[remote.remote(job)] = job
-                    if not pending:
+    with SignalScope(abort, raise_first=False) as sig:
+        try:
+            while True:
+                while not stopped and sig.received is None and len(pending) < limit:
+                    job = next(queue, None)
+                    if job is None:
                         break
-                    done, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_SECONDS)
-                    if sig.received is not None:
-                        raise Interrupted(sig.received)
-                    for ref in done:
-                        job = pending.pop(ref)
-                        try:
-                            name, files = ray.get(ref)
-                            land_episode(Path(job.run_dir), name, files)
-                        except Exception as e:
-                            if on_result(job, None, _cause(e)) is False:
-                                stopped = True
-                        else:
-                            if on_result(job, name, None) is False:
-                                stopped = True
+                    pending[remote.remote(job)] = job
+                if not pending:
+                    break
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_SECONDS)
                 if sig.received is not None:
                     raise Interrupted(sig.received)
-            except BaseException:
-                cancel_all()
-                deadline = time.monotonic() + 5.0
-                while pending and time.monotonic() < deadline:  # let the cancels land
-                    done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0.5)
-                    for ref in done:
-                        pending.pop(ref, None)
-                raise
+                for ref in done:
+                    job = pending.pop(ref)
+                    try:
+                        name, files = ray.get(ref)
+                        land_episode(Path(job.run_dir), name, files)
+                    except Exception as e:
+                        if on_result(job, None, _cause(e)) is False:
+                            stopped = True
+                    else:
+                        if on_result(job, name, None) is False:
+                            stopped = True
+            if sig.received is not None:
+                raise Interrupted(sig.received)
+        except BaseException:
+            cancel_all()
+            deadline = time.monotonic() + 5.0
+            while pending and time.monotonic() < deadline:  # let the cancels land
+                done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0.5)
+                for ref in done:
+                    pending.pop(ref, None)
+            raise
     return not stopped

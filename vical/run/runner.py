@@ -740,8 +740,14 @@ def run_eval(
                 return False
             return True
 
+        cluster: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+        if executor == "ray":  # connected before the bar is drawn: a refusal is one error line
+            from vical.run.ray_executor import connected
+            from vical.run.ray_executor import ray_address as address
+
+            cluster = connected(address(ray_address))
         try:
-            with bar:
+            with cluster as ray, bar:
                 pid = bar.add_task(
                     fit_fields(tally.fields(jobs[0].task_id), room),
                     total=summary.total,
@@ -749,13 +755,13 @@ def run_eval(
                 )
                 clear = lambda: shutil.rmtree(run_dir / ".partial", ignore_errors=True)  # noqa: E731
                 if executor == "ray":
-                    from vical.run.ray_executor import ray_address as address
                     from vical.run.ray_executor import run_on_ray
 
-                    run_on_ray(
-                        jobs, in_flight, on_result, address=address(ray_address), on_abort=clear
-                    )
+                    run_on_ray(ray, jobs, in_flight, on_result, on_abort=clear)
                 else:
+                    from vical.envs import preload
+
+                    preload([get_task(t) for t in dict.fromkeys(j.task_id for j in jobs)])
                     run_pool(run_episode, jobs, workers, on_result, on_abort=clear)
         except Interrupted:
             shutil.rmtree(run_dir / ".partial", ignore_errors=True)

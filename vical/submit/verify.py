@@ -507,6 +507,10 @@ def verify_bundle(
         bar.advance(pid, len(job))
         return True
 
+    from vical.envs import preload
+    from vical.spec import get_task
+
+    preload([get_task(t) for t in by_task])  # check_contents made sure each task exists
     with bar:
         pid = bar.add_task("", total=len(payloads))
         run_pool(_replay_task, list(by_task.values()), workers, on_result)
