@@ -34,6 +34,18 @@ def per_env_sweep(tasks):
     return params
 
 
+def build_wm_cases(out, envs):
+    """A small world-model case folder in ``out``: one context of each environment in
+    ``envs``, each its own scenario ``t-<env>`` (BRANCHES cases a context); returns ``out``."""
+    from vical.wm.cases import Scenario, build_scenario, write_cases
+
+    cases = []
+    for env in envs:
+        cases += build_scenario(Scenario(f"t-{env}", env, (env,)), out, contexts=1)
+    write_cases(out, cases)
+    return out
+
+
 CHROMIUM = __import__("shutil").which("chromium") or __import__("shutil").which("chromium-browser")
 # Flags that keep headless Chromium quiet on a machine whose network reaches no Google host.
 CHROMIUM_ARGS = [

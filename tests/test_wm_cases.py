@@ -5,21 +5,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import build_wm_cases
 
 from vical.wm.cases import (
     BRANCHES,
     CONTEXTS,
     SCENARIOS,
-    Scenario,
     build,
-    build_scenario,
     load_cases,
     load_frames,
     pixels_sha256,
     scenario,
-    write_cases,
 )
 from vical.wm.sim import ContextSim
+
+SMALL = ("taxi", "breakout")  # the environments of the small case folder
 
 
 def _tree(folder: Path) -> dict[str, str]:
@@ -33,12 +33,7 @@ def _tree(folder: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
     """One context of Taxi and one of Breakout (two families, ten cases)."""
-    out = tmp_path_factory.mktemp("wm-small")
-    cases = []
-    for env in ("taxi", "breakout"):
-        cases += build_scenario(Scenario(f"t-{env}", env, (env,)), out, contexts=1)
-    write_cases(out, cases)
-    return out
+    return build_wm_cases(tmp_path_factory.mktemp("wm-small"), SMALL)
 
 
 def test_eight_scenarios_of_fifty():
@@ -87,10 +82,7 @@ def test_truth_rederives_from_the_origin(small):
 
 
 def test_rebuild_is_byte_identical(small, tmp_path):
-    cases = []
-    for env in ("taxi", "breakout"):
-        cases += build_scenario(Scenario(f"t-{env}", env, (env,)), tmp_path, contexts=1)
-    write_cases(tmp_path, cases)
+    build_wm_cases(tmp_path, SMALL)
     assert _tree(tmp_path) == _tree(small)
 
 

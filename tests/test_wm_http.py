@@ -5,21 +5,52 @@ import urllib.error
 import urllib.request
 
 import pytest
+from conftest import build_wm_cases
 from typer.testing import CliRunner
 
 from vical.cli import app
 from vical.serve.server import BaselineServer
-from vical.wm.cases import Scenario, build_scenario, load_cases, write_cases
+from vical.wm.cases import load_cases
 from vical.wm.evaluate import SCORES, evaluate, rescore
 from vical.wm.models import HttpWorldModel
+
+runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
 def cases_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("wm-http-cases")
-    cases = build_scenario(Scenario("t-taxi", "taxi", ("taxi",)), out, contexts=1)
-    write_cases(out, cases)
-    return out
+    return build_wm_cases(tmp_path_factory.mktemp("wm-http-cases"), ("taxi",))
+
+
+def _eval_over_http(cases_dir, out):
+    """`vical wm eval --wm http` on the cases, served by a baseline server; it succeeds."""
+    with BaselineServer() as server:
+        res = runner.invoke(
+            app,
+            [
+                "wm",
+                "eval",
+                "--wm",
+                "http",
+                "--endpoint",
+                server.url,
+                "--cases",
+                str(cases_dir),
+                "--out",
+                str(out),
+            ],
+        )
+    assert res.exit_code == 0, res.output
+    return res
+
+
+def _submit(run, key, bundle, *extra):
+    """`vical wm submit` of a run folder into ``bundle``; it succeeds."""
+    res = runner.invoke(
+        app, ["wm", "submit", str(run), "--key", str(key), "--out", str(bundle), *extra]
+    )
+    assert res.exit_code == 0, res.output
+    return res
 
 
 @pytest.mark.slow
@@ -53,24 +84,7 @@ def test_server_rejects_a_malformed_request():
 
 
 def test_cli_eval_report_verify(cases_dir, tmp_path):
-    runner = CliRunner()
-    with BaselineServer() as server:
-        res = runner.invoke(
-            app,
-            [
-                "wm",
-                "eval",
-                "--wm",
-                "http",
-                "--endpoint",
-                server.url,
-                "--cases",
-                str(cases_dir),
-                "--out",
-                str(tmp_path / "run"),
-            ],
-        )
-    assert res.exit_code == 0, res.output
+    res = _eval_over_http(cases_dir, tmp_path / "run")
     assert "http: index" in res.output
     res = runner.invoke(app, ["wm", "report", str(tmp_path / "run")])
     assert res.exit_code == 0 and "## t-taxi" in res.output
@@ -85,40 +99,9 @@ def test_http_run_is_bundled_signed_and_verified(cases_dir, tmp_path):
     from vical.submit.keys import keygen
 
     key, pub = keygen(tmp_path / "key")
-    runner = CliRunner()
-    with BaselineServer() as server:
-        res = runner.invoke(
-            app,
-            [
-                "wm",
-                "eval",
-                "--wm",
-                "http",
-                "--endpoint",
-                server.url,
-                "--cases",
-                str(cases_dir),
-                "--out",
-                str(tmp_path / "run"),
-            ],
-        )
-    assert res.exit_code == 0, res.output
+    _eval_over_http(cases_dir, tmp_path / "run")
     bundle = tmp_path / "wm.tar.gz"
-    res = runner.invoke(
-        app,
-        [
-            "wm",
-            "submit",
-            str(tmp_path / "run"),
-            "--key",
-            str(key),
-            "--out",
-            str(bundle),
-            "--team",
-            "t",
-        ],
-    )
-    assert res.exit_code == 0, res.output
+    _submit(tmp_path / "run", key, bundle, "--team", "t")
     res = runner.invoke(
         app, ["wm", "verify", str(bundle), "--cases", str(cases_dir), "--pubkey", str(pub)]
     )
@@ -158,12 +141,8 @@ def test_vical_verify_rebuilds_the_truth_from_the_simulators(tmp_path):
     build(tmp_path / "cases", ["grid-navigation"], contexts=1)
     with BaselineServer() as server:
         evaluate(HttpWorldModel(server.url), tmp_path / "cases", tmp_path / "run")
-    runner = CliRunner()
     bundle = tmp_path / "wm.tar.gz"
-    res = runner.invoke(
-        app, ["wm", "submit", str(tmp_path / "run"), "--key", str(key), "--out", str(bundle)]
-    )
-    assert res.exit_code == 0, res.output
+    _submit(tmp_path / "run", key, bundle)
     res = runner.invoke(app, ["verify", str(bundle), "--pubkey", str(pub)])
     assert res.exit_code == 0, res.output
     assert "PASS: 5/5" in res.output

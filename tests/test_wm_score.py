@@ -4,8 +4,8 @@ import json
 
 import numpy as np
 import pytest
+from conftest import build_wm_cases
 
-from vical.wm.cases import Scenario, build_scenario, write_cases
 from vical.wm.evaluate import SCORES, evaluate, rescore
 from vical.wm.report import report_markdown
 from vical.wm.score import CaseScore, score_case, spec_on_pixels, summarize
@@ -14,12 +14,7 @@ from vical.wm.score import CaseScore, score_case, spec_on_pixels, summarize
 @pytest.fixture(scope="module")
 def cases_dir(tmp_path_factory):
     """Two contexts of small-framed games: Breakout (exact read-back), Freeway (pixel checks)."""
-    out = tmp_path_factory.mktemp("wm-cases")
-    cases = []
-    for env in ("breakout", "freeway"):
-        cases += build_scenario(Scenario(f"t-{env}", env, (env,)), out, contexts=1)
-    write_cases(out, cases)
-    return out
+    return build_wm_cases(tmp_path_factory.mktemp("wm-cases"), ("breakout", "freeway"))
 
 
 @pytest.fixture(scope="module")
