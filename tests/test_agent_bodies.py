@@ -6,7 +6,10 @@ the serialised bytes through the SDK client instead of the SDK's ``create``.
 These tests hold that to the old path: the same bytes and headers on the wire
 as ``create`` sends for the same payload (captured at the baseline server), the
 same ``request_sha256`` as hashing the whole payload, and the same payload as
-the pure ``render_payload``.
+the pure ``render_payload``. The gemini backend converts each message to the
+body's form once per episode and hands the SDK the converted list through
+``extra_body``; its requests are held to those of ``generate_content`` given
+the conversation itself.
 """
 
 from __future__ import annotations
@@ -20,12 +23,12 @@ import pytest
 from test_agent_support import CLI_KWARGS, demo_clips, play
 
 from vical.agent import get_agent
-from vical.agent.backends.gemini import GeminiAgent
+from vical.agent.backends.gemini import GeminiAgent, wire_content
 from vical.agent.backends.openai_chat import OpenAIChatAgent
 from vical.agent.backends.openai_responses import OpenAIResponsesAgent
 from vical.agent.backends.openrouter import OpenRouterAgent
 from vical.agent.bodies import ConversationCache, compact_json, payload_sha256
-from vical.agent.protocol import MediaStore, data_url, media_data_url
+from vical.agent.protocol import ApiFailure, MediaStore, data_url, media_data_url, resolve_api_key
 from vical.agent.replay import iter_requests
 from vical.serve import BaselineServer
 from vical.spec import get_task
@@ -165,6 +168,150 @@ def test_the_fast_path_never_walks_the_conversation_in_the_sdk(
         agent.close()
     assert len(played.actions) == 3
     assert walked == []
+
+
+# ------------------------------------------------------------------ gemini
+
+
+def gemini_reference(server: BaselineServer) -> Any:
+    """A ``google-genai`` client set up as the gemini backend's (key, endpoint,
+    retries off, its default timeout), with no conversation in its options."""
+    from google import genai
+    from google.genai import types
+
+    key = resolve_api_key("gemini", None, GeminiAgent.default_key_env, server.url)
+    http = types.HttpOptions(
+        base_url=server.url, retry_options=types.HttpRetryOptions(attempts=1), timeout=120_000
+    )
+    return genai.Client(api_key=key, http_options=http)
+
+
+def sdk_generate(client: Any, payload: dict[str, Any]) -> None:
+    """The reference: the payload sent as the gemini backend sent it before, with
+    the conversation as ``generate_content``'s ``contents``."""
+    from google.genai import errors, types
+
+    config = dict(payload.get("config") or {})
+    if payload.get("extra_body"):
+        config["http_options"] = types.HttpOptions(extra_body=payload["extra_body"])
+    # an injected fault or a refused body: the request was captured all the same
+    with contextlib.suppress(errors.APIError, ValueError):
+        client.models.generate_content(
+            model=payload["model"],
+            contents=payload["contents"],
+            config=types.GenerateContentConfig(**config) if config else None,
+        )
+
+
+def assert_same_requests(fast: Capturing, reference: Capturing) -> None:
+    assert len(reference.raw) == len(fast.raw)
+    for (path, body, headers), (ref_path, ref_body, ref_headers) in zip(
+        fast.raw, reference.raw, strict=True
+    ):
+        assert path == ref_path
+        assert hashlib.sha256(body).hexdigest() == hashlib.sha256(ref_body).hexdigest()
+        strip = {k: v for k, v in headers.items() if k not in VOLATILE}
+        assert strip == {k: v for k, v in ref_headers.items() if k not in VOLATILE}
+
+
+@pytest.mark.parametrize("model, options", OPTIONS, ids=[m for m, _ in OPTIONS])
+def test_gemini_wire_bytes_equal_the_sdk_path_over_two_episodes(model, options, demos, tmp_path):
+    with Capturing(retry_after=0) as fast:
+        agent = agent_for("gemini", fast, model, **options)
+        # two episodes of one agent: nothing of the first may reach the second's bodies
+        first = play(agent, TASK, tmp_path / "a", max_decisions=4, demos=demos)
+        second = play(agent, TASK, tmp_path / "b", max_decisions=3, demos=demos[:1], seed=8)
+        agent.close()
+    assert (len(first.actions), len(second.actions)) == (4, 3)
+    settings = agent.settings()
+    payloads, logged = [], []
+    for played in (first, second):
+        logged += [r["request_sha256"] for r in played.records if r["type"] == "request"]
+        payloads += [
+            GeminiAgent.assemble(r.payload["contents"], settings)
+            for r in iter_requests(played.episode_dir)
+        ]
+    assert [payload_sha256(p) for p in payloads] == logged
+    assert len(fast.raw) == len(logged) >= 7
+    with Capturing(retry_after=0) as reference:
+        client = gemini_reference(reference)
+        for payload in payloads:
+            sdk_generate(client, payload)
+        client.close()
+    assert_same_requests(fast, reference)
+    if model == "fault-500-once":  # a transport retry resends the very bytes
+        assert fast.raw[0][1] == fast.raw[1][1]
+
+
+def _edge_messages(media: dict[str, tuple[bytes, str]]) -> list[dict[str, Any]]:
+    """Messages with the edge cases of the body's conversion: empty and unusual
+    text, empty media, bytes whose base64 differs between the URL-safe and the
+    standard alphabet, a turn of media only, a model turn."""
+    blobs = [(b"", "image/jpeg"), (bytes(range(256)) * 3, "image/jpeg"), (b"\xfb\xff", "video/mp4")]
+    shas = []
+    for data, mime in blobs:
+        sha = hashlib.sha256(data + mime.encode()).hexdigest()
+        media[sha] = (data, mime)
+        shas.append(sha)
+    image = [{"type": "image", "sha256": s, "mime": media[s][1]} for s in shas]
+    return [
+        {"role": "user", "content": [{"type": "text", "text": ""}, *image]},
+        {"role": "assistant", "content": [{"type": "text", "text": ""}]},
+        {"role": "user", "content": [{"type": "text", "text": 'ünï ✓ 🎲 \x00\t\n"\\ </b>'}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "[Action:Up]"}]},
+        {"role": "user", "content": image[1:2]},
+    ]
+
+
+EDGE_OPTIONS = [
+    {},
+    {"temperature": 0.0, "max_output_tokens": 5, "reasoning_effort": "512"},
+    {"extra_body": '{"generationConfig": {"topK": 3}, "contents_": null}'},
+    {"extra_body": '{"Contents": [{"role": "user", "parts": [{"text": "theirs"}]}]}'},
+]
+
+
+@pytest.mark.parametrize("options", EDGE_OPTIONS, ids=range(len(EDGE_OPTIONS)))
+def test_gemini_send_gives_the_sdk_body_for_edge_cases(options):
+    media: dict[str, tuple[bytes, str]] = {}
+    messages = _edge_messages(media)
+    with Capturing(retry_after=0) as fast:
+        agent = agent_for("gemini", fast, "random", **options)
+        payload = GeminiAgent.render_payload(messages, media, agent.settings())
+        with contextlib.suppress(ApiFailure):  # a body the server refuses is captured too
+            agent.send(payload)
+        agent.close()
+    with Capturing(retry_after=0) as reference:
+        client = gemini_reference(reference)
+        sdk_generate(client, payload)
+        client.close()
+    assert_same_requests(fast, reference)
+
+
+def test_gemini_never_walks_the_conversation_in_the_sdk(demos, tmp_path, monkeypatch):
+    import google.genai.models as models
+
+    walked: list[Any] = []
+    original = models._Part_to_mldev
+
+    def spy(part: Any, *args: Any, **kw: Any) -> Any:
+        walked.append(part)
+        return original(part, *args, **kw)
+
+    monkeypatch.setattr(models, "_Part_to_mldev", spy)
+    with BaselineServer() as server:
+        agent = agent_for("gemini", server, "random", temperature=0.3, extra_body='{"seed": 1}')
+        played = play(agent, TASK, tmp_path, max_decisions=3, demos=demos)
+        # the list the client's options hold is emptied after every call
+        assert agent._contents == []
+        agent.close()
+    assert len(played.actions) == 3
+    assert walked == []
+
+
+def test_gemini_wire_content_names_a_part_it_cannot_send():
+    with pytest.raises(ValueError, match=r"\['file_data'\]"):
+        wire_content({"role": "user", "parts": [{"file_data": {"file_uri": "gs://x"}}]})
 
 
 # ------------------------------------------------------------------ the cache itself

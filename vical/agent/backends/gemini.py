@@ -18,17 +18,50 @@ A status-200 body the SDK cannot read (not JSON, not UTF-8) or that holds
 neither ``candidates`` nor ``promptFeedback`` (empty, ``null``, ``{}``: the
 SDK returns an empty response object for those) is a retryable
 ``malformed_reply`` failure, never an empty answer from the model.
+
+How the conversation reaches the SDK. Given the conversation as
+``contents``, the SDK validates every message into its pydantic types,
+converts every part to the REST form and base64-encodes every media item
+on every request, so a turn costs more the longer the episode (a few
+tenths of a millisecond more per turn, whatever form the messages are given
+in: ready ``types.Content`` objects cost more, not less, since validating
+them tries them against other types attribute by attribute). Instead each message is
+converted once per episode into the REST form the SDK would produce
+(:func:`wire_content`: ``{"parts": [{"text"} | {"inlineData": {"data":
+<URL-safe base64>, "mime_type"}}], "role"}``) and the request body gets
+that list through ``http_options.extra_body``, which the SDK merges into
+the body it built, after its conversion, replacing its ``contents``; the
+``contents`` argument itself is a placeholder, one user turn without
+parts, which the API would refuse should it ever be sent. Every other part
+of the request (the URL, headers, ``generationConfig``, the user's
+``extra_body`` merged on top, timeout, retries, the reading of the reply and
+its errors) is still the SDK's own work, and the body is byte for byte the
+one the SDK makes from the conversation itself.
+
+A request without options carries no ``generationConfig`` at all, and any
+``config`` given to the SDK adds one (``{}``), so the conversation cannot
+go in a per-request ``extra_body`` then: the client is built with a
+client-wide ``extra_body`` whose ``contents`` is a list the agent owns and
+fills right before each call (and empties after it); the SDK reads it when
+it builds each request. A request with the user's ``extra_body`` names the
+same list in its own ``extra_body`` (which replaces the client-wide one),
+ahead of the user's fields, so a user's ``contents`` still wins as before.
+Whenever a ``config`` is sent, the SDK's automatic function calling is
+turned off: no tools are ever sent, and it would deep-copy the config, the
+conversation with it, on every call; it adds nothing to the body.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
 from vical.agent.backends._common import render_options, status_failure, transport_failure
-from vical.agent.base import register_agent
+from vical.agent.base import EpisodeContext, register_agent
+from vical.agent.bodies import PreparedRequest
 from vical.agent.protocol import (
     CONNECTION,
     TIMEOUT,
@@ -106,6 +139,26 @@ def _thinking(effort: Any) -> dict[str, Any]:
     return {"thinking_config": _thinking_config(effort)}
 
 
+def wire_content(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A rendered message (:meth:`GeminiAgent.render_message`) as the SDK puts it
+    in the request body: parts first, then role; text as it is; inline data as
+    ``inlineData`` with the bytes in URL-safe base64 and then ``mime_type``."""
+    parts: list[dict[str, Any]] = []
+    for part in item["parts"]:
+        if part.keys() == {"text"}:
+            parts.append({"text": part["text"]})
+        elif part.keys() == {"inline_data"}:
+            blob = part["inline_data"]
+            data = base64.urlsafe_b64encode(blob["data"]).decode("ascii")
+            parts.append({"inlineData": {"data": data, "mime_type": blob["mime_type"]}})
+        else:
+            raise ValueError(
+                f"gemini: cannot send a message part with the fields {sorted(part)}; "
+                "render_message makes only 'text' and 'inline_data' parts"
+            )
+    return {"parts": parts, "role": item["role"]}
+
+
 @register_agent("gemini")
 class GeminiAgent(ProtocolAgent):
     """Gemini ``generateContent`` with MP4 demonstrations."""
@@ -119,7 +172,12 @@ class GeminiAgent(ProtocolAgent):
         genai = genai_sdk()
         types = genai_sdk("google.genai.types")
 
-        http: dict[str, Any] = {"retry_options": types.HttpRetryOptions(attempts=1)}
+        # the body's ``contents`` of a request without its own extra_body (module docstring)
+        self._contents: list[dict[str, Any]] = []
+        http: dict[str, Any] = {
+            "retry_options": types.HttpRetryOptions(attempts=1),
+            "extra_body": {"contents": self._contents},
+        }
         if self._raw_endpoint:
             http["base_url"] = self._raw_endpoint
         if self.request_timeout is not None:
@@ -150,22 +208,55 @@ class GeminiAgent(ProtocolAgent):
             payload["extra_body"] = dict(settings["extra_body"])
         return payload
 
+    def start(self, ctx: EpisodeContext) -> None:
+        super().start(ctx)
+        # this episode's rendered messages, each with its wire_content, in order
+        self._wire: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
     def send(self, payload: dict[str, Any]) -> Reply:
+        return self._generate(payload, [wire_content(item) for item in payload["contents"]])
+
+    def send_prepared(self, request: PreparedRequest) -> Reply:
+        """Send a request of the episode, each message converted once per episode:
+        the messages that are the same objects, in the same places, as in the
+        previous request keep their converted form."""
+        items = request.payload["contents"]
+        kept = 0
+        for (item, _), now in zip(self._wire, items, strict=False):
+            if item is not now:
+                break
+            kept += 1
+        del self._wire[kept:]
+        self._wire.extend((item, wire_content(item)) for item in items[kept:])
+        return self._generate(request.payload, [wire for _, wire in self._wire])
+
+    def _generate(self, payload: dict[str, Any], contents: list[dict[str, Any]]) -> Reply:
+        """One ``generateContent`` call whose body holds ``contents`` (see the module
+        docstring for the route)."""
         types = genai_sdk("google.genai.types")
 
         config = dict(payload.get("config") or {})
         if payload.get("extra_body"):
-            config["http_options"] = types.HttpOptions(extra_body=payload["extra_body"])
+            extra = {"contents": self._contents, **payload["extra_body"]}
+            config["http_options"] = types.HttpOptions(extra_body=extra)
+        if config:
+            config["automatic_function_calling"] = types.AutomaticFunctionCallingConfig(
+                disable=True
+            )
         gen_config = types.GenerateContentConfig(**config) if config else None
+        self._contents[:] = contents
         try:
+            # a placeholder: the body's contents come from extra_body (module docstring)
             resp = self._client.models.generate_content(
-                model=payload["model"], contents=payload["contents"], config=gen_config
+                model=payload["model"], contents=[{"role": "user", "parts": []}], config=gen_config
             )
         except Exception as e:
             failure = gemini_failure(e)
             if failure is None:
                 raise
             raise failure from e
+        finally:
+            self._contents.clear()
         if resp is None or (not resp.candidates and resp.prompt_feedback is None):
             size = None
             http = getattr(resp, "sdk_http_response", None)
