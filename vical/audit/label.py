@@ -227,6 +227,8 @@ class LabelServer(BackgroundServer):
 
 def _handler(server: LabelServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        disable_nagle_algorithm = True  # a reply's body must not wait for an ACK
+
         def log_message(self, format: str, *args: Any) -> None:
             pass
 

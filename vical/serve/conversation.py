@@ -20,8 +20,13 @@ class BadRequest(Exception):
     """The request could not be read (HTTP 400)."""
 
 
+@functools.lru_cache(maxsize=1024)
 def _b64decode(text: str) -> bytes:
-    """Decode standard or URL-safe base64 (google-genai sends the URL-safe alphabet)."""
+    """Decode standard or URL-safe base64 (google-genai sends the URL-safe alphabet).
+
+    Memoised like :func:`_image_size`: each request of an episode repeats every earlier
+    frame, and looking a text up costs less than decoding it again (errors are not
+    cached)."""
     if "-" in text or "_" in text:
         return base64.urlsafe_b64decode(text.encode("ascii"))
     return base64.b64decode(text, validate=True)

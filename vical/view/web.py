@@ -86,6 +86,7 @@ class LocalServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # a reply's body must not wait for an ACK
 
             def log_message(self, format: str, *args: Any) -> None:
                 """Quiet: the terminal shows the command's own lines, not one per request."""
