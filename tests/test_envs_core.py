@@ -243,3 +243,50 @@ def test_restore_that_misses_state_is_caught():
         assert observe(env, actions) == expected, f"reset {i + 1}"
     assert start_state(env.adapter) is None
     env.close()
+
+
+def _emulator_pairs():
+    """For every ALE game, two tasks whose emulators share their construction settings."""
+    from vical.envs.ale import ALEAdapter  # noqa: F401 - the family must be importable
+
+    pairs, seen = [], set()
+    for task in ALL_TASKS:
+        if task.env.family != "ale" or task.env.env in seen:
+            continue
+        kw = dict(task.env_kwargs)
+        other = next(
+            (
+                t
+                for t in ALL_TASKS
+                if t.env.env == task.env.env and t.id != task.id and dict(t.env_kwargs) == kw
+            ),
+            None,
+        )
+        if other is not None:
+            seen.add(task.env.env)
+            pairs.append(pytest.param(task, other, id=f"{task.id}+{other.variant.variant}"))
+    return pairs
+
+
+@pytest.mark.parametrize(("first", "second"), _emulator_pairs())
+def test_an_emulator_handed_to_another_task_starts_it_as_a_new_one(first, second):
+    """A closed ALE adapter's emulator serves the next adapter of the same game: the
+    seeded reset reloads the ROM, so the second task's start and decisions are those
+    of an emulator built for it."""
+    from vical.envs import ale
+
+    actions = fixed_actions(second, "handover")
+    ale._IDLE_EMULATORS.clear()
+    with fresh_env(second) as env:
+        expected = observe(env, actions)
+    ale._IDLE_EMULATORS.clear()
+    used = fresh_env(first)
+    play_episode(used, "before the handover")
+    emulator = used.adapter.env
+    used.close()
+    with fresh_env(second) as env:
+        assert env.adapter.env is emulator, "the idle emulator was not reused"
+        assert observe(env, actions) == expected
+        play_episode(env, "between")
+        assert observe(env, actions) == expected
+    ale._IDLE_EMULATORS.clear()

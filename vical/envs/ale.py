@@ -44,6 +44,12 @@ _ACTION_INDEX = {a.name: int(a.value) for a in cast("Iterable[ale_py.Action]", a
 JOYSTICK = ("Up", "Down", "Left", "Right", "Up+Left", "Up+Right", "Down+Left", "Down+Right")
 
 
+# Emulators of closed adapters, by (game, construction settings), for the next adapter
+# of that game in this process; at most IDLE_EMULATORS each.
+_IDLE_EMULATORS: dict[tuple[str, tuple[tuple[str, Any], ...]], list[AtariEnv]] = {}
+IDLE_EMULATORS = 2
+
+
 class ALEAdapter(Adapter):
     """Generic ALE game: reward since the start state against a calibrated target.
 
@@ -62,17 +68,22 @@ class ALEAdapter(Adapter):
         self.game = kw.pop("game")
         self.unit_steps = int(kw.pop("unit_steps", 1))
         kw.setdefault("frameskip", 4)
-        self.env = cast(
-            AtariEnv,
-            gym.make(
-                f"ALE/{self.game}-v5",
-                repeat_action_probability=0.0,
-                full_action_space=True,
-                render_mode="rgb_array",
-                max_num_frames_per_episode=None,
-                **kw,
-            ).unwrapped,
-        )
+        self._emulator_key = (self.game, tuple(sorted(kw.items(), key=lambda item: item[0])))
+        idle = _IDLE_EMULATORS.get(self._emulator_key)
+        if idle:
+            self.env = idle.pop()  # its ROM is loaded again by the seeded reset below
+        else:
+            self.env = cast(
+                AtariEnv,
+                gym.make(
+                    f"ALE/{self.game}-v5",
+                    repeat_action_probability=0.0,
+                    full_action_space=True,
+                    render_mode="rgb_array",
+                    max_num_frames_per_episode=None,
+                    **kw,
+                ).unwrapped,
+            )
         self.ale = self.env.ale
         self.tracking = False
         self.total = 0.0
@@ -127,7 +138,17 @@ class ALEAdapter(Adapter):
         return int(self.ale.lives())
 
     def close(self) -> None:
-        self.env.close()
+        """Keep the emulator for the next adapter of the same game and settings.
+
+        Every :meth:`reset` seeds the emulator, which reloads the ROM and sets mode
+        and difficulty again, so nothing of this adapter's episode reaches the next
+        one; what is saved is the emulator's construction (a ROM load of its own).
+        """
+        idle = _IDLE_EMULATORS.setdefault(self._emulator_key, [])
+        if len(idle) < IDLE_EMULATORS:
+            idle.append(self.env)
+        else:
+            self.env.close()
 
     # -- snapshots: the emulator's own save/restore plus the Python-side state --
     _SHARED = frozenset({"task", "env", "ale"})
