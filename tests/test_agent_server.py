@@ -295,3 +295,21 @@ def test_serve_baseline_command_injects_faults_with_its_retry_after():
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_local_servers_reply_without_nagles_delay():
+    """Every local HTTP server sets TCP_NODELAY on its connections: their handlers
+    write the headers and the body in two sends, and with Nagle's algorithm on the
+    body waited for the client's delayed ACK (about 40 ms a reply; the effect is
+    measured by benchmarks/latency_bound.py, not asserted here)."""
+    from vical.audit.label import _handler as label_handler
+    from vical.view.web import LocalServer
+
+    with BaselineServer() as s:
+        assert s._httpd.RequestHandlerClass.disable_nagle_algorithm is True
+    page = LocalServer(lambda path, query: (200, "text/plain", b""), lambda path, body: None)
+    try:
+        assert page.httpd.RequestHandlerClass.disable_nagle_algorithm is True
+    finally:
+        page.httpd.server_close()
+    assert label_handler(None).disable_nagle_algorithm is True  # type: ignore[arg-type]
