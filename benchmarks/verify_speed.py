@@ -2,7 +2,10 @@
 
 Runs the random reference (3 runs per task by default) into a scratch folder,
 bundles it, verifies it by replay, and prints both wall times and their ratio
-(verify / run). Usage::
+(verify / run). Then, unless ``--no-floor``, it times the floor of any replay
+check: the same decisions played again through the same simulators, one job
+per task as verification does, with no frame drawn after the start, nothing
+hashed and nothing compared. Usage::
 
     python benchmarks/verify_speed.py [--tasks 'taxi,pong'] [--runs 3] [--workers 2]
 
@@ -19,11 +22,31 @@ from pathlib import Path
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
-from vical.run import run_eval
+from vical.run import load_results, run_eval
+from vical.run.pool import run_pool
 from vical.spec import select_tasks
 from vical.submit.bundle import make_bundle
 from vical.submit.keys import keygen
 from vical.submit.verify import verify_bundle
+
+
+def simulate_task(job: list[tuple[str, list[str]]]) -> int:
+    """Play each episode's decisions from its start (trusted, as verification's),
+    drawing no frame after the start and hashing nothing; the decisions played."""
+    from vical.envs import make_env
+
+    played = 0
+    for task_id, actions in job:
+        env = make_env(task_id, starts="trusted")
+        try:
+            env.reset()
+            for action in actions:
+                played += 1
+                if env.decide(action, record=False).ending is not None:
+                    break
+        finally:
+            env.close()
+    return played
 
 
 def main() -> None:
@@ -31,6 +54,7 @@ def main() -> None:
     ap.add_argument("--tasks", default=None)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--workers", type=int, default=os.cpu_count())
+    ap.add_argument("--no-floor", action="store_true", help="skip the simulation floor")
     args = ap.parse_args()
     tasks = select_tasks(args.tasks)
     with tempfile.TemporaryDirectory() as tmp:
@@ -51,6 +75,23 @@ def main() -> None:
         t0 = time.perf_counter()
         v = verify_bundle(d / "b.tar.gz", pubkeys=[pub], workers=args.workers, progress=False)
         t_verify = time.perf_counter() - t0
+        t_floor = None
+        if not args.no_floor:
+            by_task: dict[str, list[tuple[str, list[str]]]] = {}
+            for r in load_results(d / "run"):
+                by_task.setdefault(r.task_id, []).append((r.task_id, list(r.actions)))
+            failed: list[BaseException] = []
+
+            def landed(job: object, value: object, error: BaseException | None) -> bool:
+                if error is not None:
+                    failed.append(error)
+                return error is None
+
+            t0 = time.perf_counter()
+            run_pool(simulate_task, list(by_task.values()), args.workers, landed)
+            t_floor = time.perf_counter() - t0
+            if failed:
+                raise SystemExit(f"the floor replay failed: {failed[0]!r}")
     n = len(tasks) * args.runs
     print(f"episodes: {n} ({len(tasks)} tasks x {args.runs}), workers {args.workers}")
     print(f"run (random agent, no frames saved): {t_run:8.1f} s")
@@ -59,6 +100,10 @@ def main() -> None:
         f"{'PASS' if v.ok else 'FAIL'}"
     )
     print(f"ratio verify / run:                  {t_verify / t_run:8.2f}")
+    if t_floor is not None:
+        print(f"floor (decisions simulated only):    {t_floor:8.1f} s")
+        print(f"ratio floor / run:                   {t_floor / t_run:8.2f}")
+        print(f"ratio verify / floor:                {t_verify / t_floor:8.2f}")
 
 
 if __name__ == "__main__":
