@@ -290,3 +290,29 @@ def test_an_emulator_handed_to_another_task_starts_it_as_a_new_one(first, second
         play_episode(env, "between")
         assert observe(env, actions) == expected
     ale._IDLE_EMULATORS.clear()
+
+
+def test_make_env_hands_an_idle_emulator_to_the_next_task_of_its_game():
+    """An idle ALE simulator kept for its own task is closed when ``make_env`` builds
+    another task of the same game, and the new adapter takes over its emulator; the
+    new task plays as on an emulator of its own."""
+    from vical.envs import _IDLE, ale
+
+    first, second = _emulator_pairs()[0].values
+    actions = fixed_actions(second, "idle handover")
+    close_idle()
+    ale._IDLE_EMULATORS.clear()
+    with fresh_env(second) as env:
+        expected = observe(env, actions)
+    ale._IDLE_EMULATORS.clear()
+    used = make_env(first)
+    play_episode(used, "before")
+    emulator = used.adapter.env
+    used.close()
+    assert any(entry[2] is used.adapter for entry in _IDLE), "not kept idle for its task"
+    with make_env(second) as env:
+        assert env.adapter.env is emulator, "the idle emulator was not handed on"
+        assert not any(entry[2] is used.adapter for entry in _IDLE)
+        assert observe(env, actions) == expected
+    close_idle()
+    ale._IDLE_EMULATORS.clear()

@@ -150,6 +150,19 @@ def _take_idle(task: TaskSpec) -> Adapter | None:
     return None
 
 
+def _hand_on_idle(task: TaskSpec) -> None:
+    """Close the oldest idle simulator of another task of the same environment when its
+    adapter hands its simulator on (:attr:`Adapter.hands_on_simulator`): the adapter
+    about to be built takes it over instead of building its own. That task's saved
+    start goes with it; a process rarely returns to a task it has moved on from."""
+    for entry in _IDLE:
+        other = entry[0]
+        if other.env.env == task.env.env and other != task and entry[2].hands_on_simulator:
+            _IDLE.remove(entry)
+            entry[2].close()
+            return
+
+
 def _release(task: TaskSpec, packages: tuple[str, ...], adapter: Adapter) -> None:
     if not start_snapshots_enabled() or not reusable(adapter):
         adapter.close()
@@ -183,6 +196,7 @@ def make_env(task: TaskSpec | str, starts: str = "checked") -> VicalEnv:
     reuse = start_snapshots_enabled() and starts != "replayed"
     adapter = _take_idle(task) if reuse else None
     if adapter is None:
+        _hand_on_idle(task)
         adapter = make_adapter(task)
     spec = task
     return VicalEnv(task, adapter, release=lambda a: _release(spec, packages, a), starts=starts)

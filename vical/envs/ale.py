@@ -137,6 +137,8 @@ class ALEAdapter(Adapter):
     def lives(self) -> int | None:
         return int(self.ale.lives())
 
+    hands_on_simulator = True
+
     def close(self) -> None:
         """Keep the emulator for the next adapter of the same game and settings.
 

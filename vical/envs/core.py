@@ -182,6 +182,12 @@ class Adapter(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release simulator resources."""
 
+    # True when :meth:`close` hands the simulator on to the next adapter of the same
+    # environment instead of releasing it (ALE keeps its emulator: a ROM load saved);
+    # :func:`vical.envs.make_env` then closes an idle adapter of another task of that
+    # environment before it builds one, so the new adapter can take its simulator.
+    hands_on_simulator: bool = False
+
     # -- snapshots ---------------------------------------------------------
     # Keys of the adapter's attributes never copied by the default snapshot: the
     # task (read only) and what an adapter subclass names in ``_SHARED``.
