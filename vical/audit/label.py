@@ -17,7 +17,6 @@ labels. A labels file made for another sample is refused.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import threading
@@ -32,6 +31,7 @@ from vical.audit.prompt import instructions
 from vical.audit.sample import case_folder, load_sample
 from vical.audit.verdict import ATTRIBUTION, RULE_LABELS, STAGES, STRATEGY_LABELS, TRANSFER
 from vical.errors import RunFolderError
+from vical.run.results import file_sha256
 from vical.serve.background import BackgroundServer
 
 LABELS_SCHEMA = 1
@@ -43,7 +43,8 @@ LABEL_FIELDS: dict[str, tuple[str, ...]] = {
 
 
 def sample_sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """The digest a labels file names its sample by."""
+    return file_sha256(Path(path))
 
 
 def load_labels(path: Path, sample_path: Path | None = None) -> dict[str, Any]:

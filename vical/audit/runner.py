@@ -45,7 +45,7 @@ from vical.audit.prompt import audit_message, prompt_sha256, retry_message
 from vical.audit.verdict import CRITERIA, VerdictError, check_verdict
 from vical.errors import AgentConfigError, RunFolderError
 from vical.outcomes import FailureMode
-from vical.run.results import atomic_write_json, load_results
+from vical.run.results import atomic_write_json, file_sha256, load_results
 
 if TYPE_CHECKING:
     from vical.agent.protocol import Media, ProtocolAgent
@@ -80,10 +80,6 @@ def audit_dir(run_dir: Path) -> Path:
 
 def audit_path(run_dir: Path, episode: str) -> Path:
     return audit_dir(run_dir) / f"{episode}.json"
-
-
-def _sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def load_audit(run_dir: Path, episode: str) -> dict[str, Any] | None:
@@ -222,7 +218,7 @@ def audit_episode(
 
     name = episode_name(result.task_id, result.run_index)
     folder = run_dir / "episodes" / name
-    result_sha = _sha256_file(folder / "eval_result.json")
+    result_sha = file_sha256(folder / "eval_result.json")
     old = load_audit(run_dir, name)
     if _is_done(old, result_sha):
         return None

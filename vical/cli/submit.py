@@ -228,9 +228,10 @@ def verify_cmd(
         for ep in v.episodes:
             console.print(f"{'ok' if ep.ok else 'MISMATCH'}\t{ep.episode}")
     if verdict_out is not None:
-        from vical.submit.shards import bundle_sha256, write_verdict
+        from vical.run.results import file_sha256
+        from vical.submit.shards import write_verdict
 
-        write_verdict(verdict_out, v, bundle_sha256(bundle), part)
+        write_verdict(verdict_out, v, file_sha256(bundle), part)
     if part is not None:
         console.print(f"shard {part} of the replay; verdict written to {verdict_out}")
     _print_verdict(v)

@@ -27,7 +27,6 @@ imageio (``vical.demos.render.decode_mp4``); with torchcodec installed,
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -38,6 +37,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from vical.run.results import file_sha256
 from vical.spec import TaskSpec, get_task, select_tasks
 
 # the card template ships inside the package so that an installed vical can build the card
@@ -179,18 +179,10 @@ def row_to_task(row: dict[str, Any]) -> TaskSpec:
     return task
 
 
-def _sha256(p: Path) -> str:
-    h = hashlib.sha256()
-    with p.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def write_manifest(root: Path) -> dict[str, Any]:
     files = sorted(p for p in root.rglob("*") if p.is_file() and p.name != MANIFEST)
     entries = {
-        p.relative_to(root).as_posix(): {"sha256": _sha256(p), "bytes": p.stat().st_size}
+        p.relative_to(root).as_posix(): {"sha256": file_sha256(p), "bytes": p.stat().st_size}
         for p in files
     }
     manifest = {"format": "vical-dataset-manifest/1", "files": entries}
@@ -210,7 +202,7 @@ def verify_dataset(root: Path | str) -> list[str]:
         p = root / rel
         if not p.is_file():
             problems.append(f"{rel}: missing")
-        elif _sha256(p) != meta["sha256"]:
+        elif file_sha256(p) != meta["sha256"]:
             problems.append(f"{rel}: sha256 differs from the manifest")
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root).as_posix()

@@ -52,7 +52,7 @@ from vical import __version__
 from vical.agent.costs import episode_cost
 from vical.errors import RunFolderError  # once defined here; still importable from here
 from vical.outcomes import episode_failure, episode_name  # episode_name: likewise
-from vical.run.results import FILE_MODE, EvalResult, RunManifest, atomic_write_json
+from vical.run.results import FILE_MODE, EvalResult, RunManifest, atomic_write_json, file_sha256
 from vical.run.shard import Shard, ShardInfo, select_shard, shard_mismatch
 from vical.spec import TaskSpec, get_task, tasks_digest
 
@@ -136,18 +136,10 @@ def _save_png(path: Path, frame: npt.NDArray[np.uint8]) -> None:
     Image.fromarray(frame).save(path, format="PNG", compress_level=1)
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _folder_hashes(folder: Path) -> dict[str, str]:
     """sha256 of every file under ``folder`` except eval_result.json, by relative path."""
     return {
-        p.relative_to(folder).as_posix(): _sha256_file(p)
+        p.relative_to(folder).as_posix(): file_sha256(p)
         for p in sorted(folder.rglob("*"))
         if p.is_file() and p.name != "eval_result.json"
     }
@@ -167,7 +159,7 @@ def episode_problems(folder: Path) -> list[str]:
         p = folder / rel
         if not p.is_file():
             problems.append(f"{rel} missing")
-        elif sha and _sha256_file(p) != sha:
+        elif sha and file_sha256(p) != sha:
             problems.append(f"{rel} changed")
     return problems
 

@@ -9,7 +9,6 @@ report page per submission.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import re
@@ -20,7 +19,7 @@ from typing import Any
 from vical.errors import VicalError
 from vical.paper import TABLE1_COLUMNS, TABLE1_REFERENCE
 from vical.report.table import build_report, render_markdown
-from vical.run.results import atomic_write_bytes
+from vical.run.results import atomic_write_bytes, file_sha256
 from vical.submit.verify import DEFAULT_KEYRING, verify_bundle
 
 SUBMISSIONS = Path("submissions")
@@ -51,7 +50,7 @@ def add(
         raise LeaderboardError(f"{bundle} failed replay verification ({bad}); not added")
     m = verdict.manifest
     sub = m["submitter"]
-    digest = hashlib.sha256(Path(bundle).read_bytes()).hexdigest()
+    digest = file_sha256(Path(bundle))
     sid = f"{_slug(sub['team'])}--{_slug(str(sub['model']))}--{digest[:8]}"
     condition = verdict.condition
     report = build_report(verdict.results, sid, condition=condition)

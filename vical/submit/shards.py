@@ -18,7 +18,6 @@ them: it is a record of work done, not something a submitter hands in.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,15 +41,6 @@ class VerdictMergeError(VicalError):
     """The verdict files are not the slices of one verification; the message says why."""
 
     exit_code = 1
-
-
-def bundle_sha256(path: Path) -> str:
-    """sha256 of a bundle file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def bundle_episodes(manifest: dict[str, Any]) -> list[str]:
