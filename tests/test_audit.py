@@ -398,3 +398,22 @@ def test_demonstration_videos_reach_an_image_only_auditor_as_their_frames(tmp_pa
     assert all(r["n_images"] == live + frames + 1 for r in as_frames)
     assert len(as_videos) == 2 and all(r["n_videos"] == len(demos) for r in as_videos)
     assert all(r["n_images"] == live + 1 for r in as_videos)
+
+
+def test_evidence_names_a_missing_or_altered_media_file(runs, tmp_path):
+    """The evidence is read through the replay's media reader; a file gone from an
+    episode's media/ or changed after the run is a run-folder error naming the folder."""
+    from vical.audit.evidence import load_evidence
+    from vical.errors import RunFolderError
+
+    run = _fresh(runs, "expert", tmp_path)
+    folder = run / "episodes" / "cliffwalking__base__r0"
+    assert load_evidence(folder).media  # whole as written
+    first = sorted((folder / "media").iterdir())[0]
+    first.write_bytes(first.read_bytes() + b"x")
+    with pytest.raises(RunFolderError, match="does not match its sha256") as e:
+        load_evidence(folder)
+    assert str(folder) in str(e.value)
+    first.unlink()
+    with pytest.raises(RunFolderError, match=f"{first.stem} is missing"):
+        load_evidence(folder)

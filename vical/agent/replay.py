@@ -58,7 +58,9 @@ def _backend_class(name: str) -> type[ProtocolAgent]:
     return cls
 
 
-def _load_media(media_dir: Path, sha: str, mime: str) -> tuple[bytes, str]:
+def load_media(media_dir: Path, sha: str, mime: str) -> tuple[bytes, str]:
+    """(bytes, MIME type) of the media file named by its sha256 in an episode's
+    ``media/`` folder; :class:`ReplayError` when it is missing or does not match."""
     hits = sorted(media_dir.glob(f"{sha}.*"))
     if not hits:
         raise ReplayError(f"media {sha} is missing from {media_dir}")
@@ -88,7 +90,7 @@ def iter_requests(episode_dir: str | Path, verify: bool = True) -> Iterator[Repl
             for part in msg["content"]:
                 sha = part.get("sha256")
                 if sha and sha not in media:
-                    media[sha] = _load_media(media_dir, sha, part["mime"])
+                    media[sha] = load_media(media_dir, sha, part["mime"])
             messages.append(msg)
         payload = cls.render_payload(messages, media, settings)
         digest = payload_sha256(payload)

@@ -96,13 +96,12 @@ def end_frame_jpeg(result: EvalResult) -> bytes:
 
 
 def _media(folder: Path, sha: str, mime: str) -> tuple[bytes, str]:
-    hits = sorted((folder / "media").glob(f"{sha}.*"))
-    if not hits:
-        raise RunFolderError(f"{folder}: media {sha} is missing from media/")
-    data = hits[0].read_bytes()
-    if hashlib.sha256(data).hexdigest() != sha:
-        raise RunFolderError(f"{hits[0]}: the file does not match its sha256")
-    return data, mime
+    from vical.agent.replay import ReplayError, load_media
+
+    try:
+        return load_media(folder / "media", sha, mime)
+    except ReplayError as e:
+        raise RunFolderError(f"{folder}: {e}") from None
 
 
 def load_evidence(folder: Path, *, end_frame: bool = True) -> Evidence:
