@@ -247,8 +247,6 @@ def test_restore_that_misses_state_is_caught():
 
 def _emulator_pairs():
     """For every ALE game, two tasks whose emulators share their construction settings."""
-    from vical.envs.ale import ALEAdapter  # noqa: F401 - the family must be importable
-
     pairs, seen = [], set()
     for task in ALL_TASKS:
         if task.env.family != "ale" or task.env.env in seen:
@@ -268,6 +266,19 @@ def _emulator_pairs():
     return pairs
 
 
+def _on_a_new_emulator(task, salt: str) -> tuple[list[str], list[tuple]]:
+    """(fixed actions, what they record) on an emulator built for ``task``; the pool
+    of idle emulators is left empty."""
+    from vical.envs import ale
+
+    actions = fixed_actions(task, salt)
+    ale._IDLE_EMULATORS.clear()
+    with fresh_env(task) as env:
+        expected = observe(env, actions)
+    ale._IDLE_EMULATORS.clear()
+    return actions, expected
+
+
 @pytest.mark.parametrize(("first", "second"), _emulator_pairs())
 def test_an_emulator_handed_to_another_task_starts_it_as_a_new_one(first, second):
     """A closed ALE adapter's emulator serves the next adapter of the same game: the
@@ -275,11 +286,7 @@ def test_an_emulator_handed_to_another_task_starts_it_as_a_new_one(first, second
     of an emulator built for it."""
     from vical.envs import ale
 
-    actions = fixed_actions(second, "handover")
-    ale._IDLE_EMULATORS.clear()
-    with fresh_env(second) as env:
-        expected = observe(env, actions)
-    ale._IDLE_EMULATORS.clear()
+    actions, expected = _on_a_new_emulator(second, "handover")
     used = fresh_env(first)
     play_episode(used, "before the handover")
     emulator = used.adapter.env
@@ -299,12 +306,8 @@ def test_make_env_hands_an_idle_emulator_to_the_next_task_of_its_game():
     from vical.envs import _IDLE, ale
 
     first, second = _emulator_pairs()[0].values
-    actions = fixed_actions(second, "idle handover")
     close_idle()
-    ale._IDLE_EMULATORS.clear()
-    with fresh_env(second) as env:
-        expected = observe(env, actions)
-    ale._IDLE_EMULATORS.clear()
+    actions, expected = _on_a_new_emulator(second, "idle handover")
     used = make_env(first)
     play_episode(used, "before")
     emulator = used.adapter.env
