@@ -319,3 +319,57 @@ def test_make_env_hands_an_idle_emulator_to_the_next_task_of_its_game():
         assert observe(env, actions) == expected
     close_idle()
     ale._IDLE_EMULATORS.clear()
+
+
+def _ale_games():
+    return sorted({t.env.env for t in ALL_TASKS if t.env.family == "ale"})
+
+
+@pytest.mark.parametrize("game", _ale_games())
+def test_trusted_starts_shared_between_tasks_equal_replayed_starts(game, monkeypatch):
+    """Trusted starts of one game in one process resume from emulator states saved on
+    the way to earlier tasks' starts (the seeded reset, points of the initial skip):
+    every task's start and decisions are those of its replayed start, whichever order
+    the tasks come in, and the ROM is loaded once for all of them where a step follows."""
+    from ale_py.env import AtariEnv
+
+    from vical.envs import ale
+
+    tasks = [t for t in ALL_TASKS if t.env.env == game]
+    expected = {}
+    for task in tasks:
+        with fresh_env(task) as env:
+            expected[task.id] = observe(env, fixed_actions(task, "shared"))
+    loads: list[int] = []
+    reset = AtariEnv.reset
+
+    def counted(self, *args, **kwargs):
+        loads.append(1)
+        return reset(self, *args, **kwargs)
+
+    monkeypatch.setattr(AtariEnv, "reset", counted)
+    ale._SEEDED.clear()
+    ale._SKIPPED.clear()
+    by_skip = sorted(tasks, key=lambda t: t.variant.initial_skip)
+    try:
+        for order in (by_skip[::-1], by_skip):  # smaller skips after larger ones, then after
+            for task in order:
+                env = VicalEnv(task, make_adapter(task), starts="trusted")
+                try:
+                    got = observe(env, fixed_actions(task, "shared"))
+                finally:
+                    env.close()
+                assert got == expected[task.id], f"{task.id}: shared trusted start differs"
+    finally:
+        ale._SEEDED.clear()
+        ale._SKIPPED.clear()
+        ale._IDLE_EMULATORS.clear()
+    counts_own_play = type(make_adapter(tasks[0])).act is not ale.ALEAdapter.act
+    unstepped = [t for t in tasks if not t.variant.initial_skip and not t.variant.init_actions]
+    # emulators differ by construction settings (mode, difficulty) and seed
+    kinds = {(repr(sorted(t.env_kwargs.items())), t.variant.seed) for t in tasks}
+    if counts_own_play:
+        assert len(loads) == 2 * len(tasks)  # such games play their whole start
+    else:
+        # one load per kind of emulator; starts with no step to redraw the screen load again
+        assert len(loads) <= len(kinds) + 2 * len(unstepped), f"{len(loads)} ROM loads"

@@ -49,6 +49,16 @@ JOYSTICK = ("Up", "Down", "Left", "Right", "Up+Left", "Up+Right", "Down+Left", "
 _IDLE_EMULATORS: dict[tuple[str, tuple[tuple[str, Any], ...]], list[AtariEnv]] = {}
 IDLE_EMULATORS = 2
 
+# Emulator states met on the way to trusted starts (``seed_and_skip`` with ``shared``),
+# for the next task of the same game in this process: the state right after a seeded
+# reset, by (game, construction settings, seed), and points of the initial skip, by
+# (game, construction settings, digest of the emulator state the skip started from).
+# Every task of a game shares one seed, so one ROM load serves them all and the longest
+# initial skip is played once. States carry the emulator's random generator.
+_SEEDED: dict[tuple[Any, ...], ale_py.ALEState] = {}
+_SKIPPED: dict[tuple[Any, ...], dict[int, ale_py.ALEState]] = {}
+SKIP_CHECKPOINT = 50  # initial-skip steps between two saved points
+
 
 class ALEAdapter(Adapter):
     """Generic ALE game: reward since the start state against a calibrated target.
@@ -102,7 +112,13 @@ class ALEAdapter(Adapter):
             ) from None
 
     def reset(self, seed: int) -> None:
-        self.env.reset(seed=seed)
+        seeded = _SEEDED.get((*self._emulator_key, seed)) if self._share_seeded else None
+        if seeded is None:
+            self.env.reset(seed=seed)  # seeds the emulator: reloads the ROM
+            if self._share_seeded:
+                _SEEDED[(*self._emulator_key, seed)] = self.ale.cloneState(include_rng=True)
+        else:
+            self.ale.restoreState(seeded)
         self.tracking = False
         self.total = 0.0
         self.game_over = False
@@ -110,6 +126,38 @@ class ALEAdapter(Adapter):
 
     def prepare(self) -> None:
         """Game-specific setup right after reset (RAM-selected variants...)."""
+
+    _share_seeded = False  # reset() from a shared seeded state (during seed_and_skip only)
+
+    def seed_and_skip(self, seed: int, skip: int, noop: Any, shared: bool, stepped: bool) -> None:
+        """With ``shared``, start from states saved by earlier trusted starts of this game.
+
+        A restored emulator keeps the screen it last drew, so a saved state is used
+        only when at least one emulator step follows it before the start frame is
+        read. Games whose ``act`` keeps counts of its own play the whole start.
+        """
+        if not shared or type(self).act is not ALEAdapter.act:
+            super().seed_and_skip(seed, skip, noop, shared, stepped)
+            return
+        self._share_seeded = skip > 0 or stepped
+        try:
+            self.reset(seed)
+        finally:
+            del self._share_seeded
+        if skip == 0:
+            return
+        base = self.ale.cloneState(include_rng=True)
+        key = (*self._emulator_key, hashlib.sha256(base.serialize()).hexdigest())
+        points = _SKIPPED.setdefault(key, {})
+        reusable = [k for k in points if k < skip or (stepped and k == skip)]
+        done = max(reusable, default=0)
+        if done:
+            self.ale.restoreState(points[done])
+        while done < skip:
+            step = min(skip, (done // SKIP_CHECKPOINT + 1) * SKIP_CHECKPOINT)
+            self.skip(done, step, noop)
+            done = step
+            points.setdefault(done, self.ale.cloneState(include_rng=True))
 
     def act(self, native: Any) -> Tick:
         idx = self.native_index(native if native is not None else "NOOP")

@@ -29,7 +29,11 @@ Three ways to reach the start (``starts=`` of :class:`VicalEnv` and
 caller that re-checks any surprising result on replayed starts, as
 verification does: a bundle's claims either match or are replayed again the
 slow way before a verdict), and ``replayed`` (every start replayed, the path
-``VICAL_REPLAY_STARTS=1`` forces everywhere).
+``VICAL_REPLAY_STARTS=1`` forces everywhere). A trusted start may also resume
+from a simulator state the adapter saved on the way to another task's start in
+the same process (:meth:`Adapter.seed_and_skip`: ALE keeps the seeded emulator
+and points of the initial skip, so the tasks of a game load its ROM once and
+play their longest initial skip once); checked starts always play from the seed.
 """
 
 from __future__ import annotations
@@ -148,6 +152,24 @@ class Adapter(ABC):
     @abstractmethod
     def frame(self) -> np.ndarray:
         """The current RGB uint8 frame (H, W, 3)."""
+
+    def seed_and_skip(self, seed: int, skip: int, noop: Any, shared: bool, stepped: bool) -> None:
+        """Reset with ``seed`` and play ``skip`` primitive steps of ``noop`` (the initial skip).
+
+        ``shared``: the caller trusts simulator states shared between the tasks of this
+        process (trusted starts), so an adapter may resume from one it saved on the way
+        to another task's start instead of playing from the seed. ``stepped``: more
+        steps follow before the start frame is read (human-init actions), so a
+        restored state need not come with its drawn screen. The default plays it all.
+        """
+        self.reset(seed)
+        self.skip(0, skip, noop)
+
+    def skip(self, done: int, skip: int, noop: Any) -> None:
+        """Play initial-skip steps ``done`` to ``skip`` - 1 with ``noop``."""
+        for i in range(done, skip):
+            if self.act(noop).terminated:
+                raise RuntimeError(f"{self.task.id}: episode ended during initial skip {i}")
 
     def begin(self) -> None:  # noqa: B027 - optional hook
         """Called once at the start state; snapshot what scoring measures from."""
@@ -369,8 +391,9 @@ class VicalEnv:
         if self._starts == "trusted" and not isinstance(known, StartState) and known != _REPLAY:
             known = _TRUSTED.get(self.adapter)
             if known is None:
-                # the first start of this simulator: played, then saved unchecked
-                self._play_start()
+                # the first start of this simulator: played (from a state shared with
+                # another task's start where the adapter has one), then saved unchecked
+                self._play_start(shared=True)
                 frame = self._checked_frame()
                 try:
                     _TRUSTED[self.adapter] = StartState(self.adapter.snapshot(), frame.copy())
@@ -403,14 +426,13 @@ class VicalEnv:
         self._frame = self._checked_frame() if frame is None else frame
         return self._frame
 
-    def _play_start(self) -> None:
-        """Seed the simulator, skip the initial frames and replay the human-init actions."""
+    def _play_start(self, shared: bool = False) -> None:
+        """Seed the simulator, skip the initial frames and replay the human-init actions
+        (``shared``: from a state shared with other tasks, where the adapter has one)."""
         v = self.task.variant
-        self.adapter.reset(v.seed)
-        for i in range(v.initial_skip):
-            tick = self.adapter.act(self.noop)
-            if tick.terminated:
-                raise RuntimeError(f"{self.task.id}: episode ended during initial skip {i}")
+        self.adapter.seed_and_skip(
+            v.seed, v.initial_skip, self.noop, shared=shared, stepped=bool(v.init_actions)
+        )
         for j, name in enumerate(v.init_actions):
             if self.decide(name, started=False, record=False).ending is not None:
                 raise RuntimeError(
