@@ -16,7 +16,7 @@ start frame, differs from every task opening):
 
 Seeds are tried in a fixed order and the first whose drive survives (or, for
 the failure, whose crash comes after a few decisions of closing in) is kept.
-highway-env costs about a tenth of a second per decision here, so the seed
+highway-env costs tens of milliseconds per decision here, so the seed
 lists are short and the whole recipe runs in a few minutes.
 """
 
