@@ -196,12 +196,18 @@ class Probe(IDMVehicle):
         super().act(action)
 
 
-def _acted(road: Road, fast: bool) -> list:
-    """Copy ``road`` (as a fast road or not), let its vehicles act, and return what each saw
-    and decided, vehicles named by their index on the road."""
+def _copy(road: Road, fast: bool) -> Road:
+    """A deep copy of ``road``, re-classed as the adapter does when ``fast``."""
     road = copy.deepcopy(road)
     if fast:
         road.__class__ = hw.FastRoad
+    return road
+
+
+def _acted(road: Road, fast: bool) -> list:
+    """Copy ``road`` (as a fast road or not), let its vehicles act, and return what each saw
+    and decided, vehicles named by their index on the road."""
+    road = _copy(road, fast)
     with fast_paths(fast):
         road.act()
     everyone = road.vehicles + road.objects
@@ -274,9 +280,7 @@ def test_neighbour_search_matches_in_dense_random_traffic():
 
 
 def _stepped(road: Road, fast: bool, dt: float) -> list:
-    road = copy.deepcopy(road)
-    if fast:
-        road.__class__ = hw.FastRoad
+    road = _copy(road, fast)
     with fast_paths(fast):
         road.step(dt)
     return [
@@ -309,8 +313,7 @@ def test_collision_check_keeps_every_pair_it_cannot_rule_out():
     assert fast == upstream
     assert any(crashed for _, crashed, _ in upstream), "the crowd must collide somewhere"
 
-    fast_road = copy.deepcopy(road)
-    fast_road.__class__ = hw.FastRoad
+    fast_road = _copy(road, True)
     near = fast_road.near_pairs(dt)
     n = len(fast_road.vehicles)
     for i, v in enumerate(fast_road.vehicles):

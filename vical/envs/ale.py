@@ -112,13 +112,11 @@ class ALEAdapter(Adapter):
             ) from None
 
     def reset(self, seed: int) -> None:
-        seeded = _SEEDED.get((*self._emulator_key, seed)) if self._share_seeded else None
-        if seeded is None:
-            self.env.reset(seed=seed)  # seeds the emulator: reloads the ROM
-            if self._share_seeded:
-                _SEEDED[(*self._emulator_key, seed)] = self.ale.cloneState(include_rng=True)
-        else:
-            self.ale.restoreState(seeded)
+        self.env.reset(seed=seed)  # seeds the emulator: reloads the ROM
+        self._seeded()
+
+    def _seeded(self) -> None:
+        """The Python side of a reset, once the emulator stands after its seeded reset."""
         self.tracking = False
         self.total = 0.0
         self.game_over = False
@@ -127,35 +125,36 @@ class ALEAdapter(Adapter):
     def prepare(self) -> None:
         """Game-specific setup right after reset (RAM-selected variants...)."""
 
-    _share_seeded = False  # reset() from a shared seeded state (during seed_and_skip only)
-
     def seed_and_skip(self, seed: int, skip: int, noop: Any, shared: bool, stepped: bool) -> None:
         """With ``shared``, start from states saved by earlier trusted starts of this game.
 
         A restored emulator keeps the screen it last drew, so a saved state is used
         only when at least one emulator step follows it before the start frame is
-        read. Games whose ``act`` keeps counts of its own play the whole start.
+        read. Games with their own ``reset`` or ``act`` (they keep counts of their own
+        play) play the whole start.
         """
-        if not shared or type(self).act is not ALEAdapter.act:
+        own = type(self).reset is not ALEAdapter.reset or type(self).act is not ALEAdapter.act
+        if not shared or own or not (skip or stepped):
             super().seed_and_skip(seed, skip, noop, shared, stepped)
             return
-        self._share_seeded = skip > 0 or stepped
-        try:
-            self.reset(seed)
-        finally:
-            del self._share_seeded
+        seeded = _SEEDED.get((*self._emulator_key, seed))
+        if seeded is None:
+            self.env.reset(seed=seed)
+            _SEEDED[(*self._emulator_key, seed)] = self.ale.cloneState(include_rng=True)
+        else:
+            self.ale.restoreState(seeded)
+        self._seeded()
         if skip == 0:
             return
         base = self.ale.cloneState(include_rng=True)
         key = (*self._emulator_key, hashlib.sha256(base.serialize()).hexdigest())
         points = _SKIPPED.setdefault(key, {})
-        reusable = [k for k in points if k < skip or (stepped and k == skip)]
-        done = max(reusable, default=0)
+        done = max((k for k in points if k < skip or (stepped and k == skip)), default=0)
         if done:
             self.ale.restoreState(points[done])
         while done < skip:
             step = min(skip, (done // SKIP_CHECKPOINT + 1) * SKIP_CHECKPOINT)
-            self.skip(done, step, noop)
+            self.play_skip(done, step, noop)
             done = step
             points.setdefault(done, self.ale.cloneState(include_rng=True))
 

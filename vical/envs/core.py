@@ -163,11 +163,11 @@ class Adapter(ABC):
         restored state need not come with its drawn screen. The default plays it all.
         """
         self.reset(seed)
-        self.skip(0, skip, noop)
+        self.play_skip(0, skip, noop)
 
-    def skip(self, done: int, skip: int, noop: Any) -> None:
-        """Play initial-skip steps ``done`` to ``skip`` - 1 with ``noop``."""
-        for i in range(done, skip):
+    def play_skip(self, first: int, stop: int, noop: Any) -> None:
+        """Play the initial skip's steps ``first`` to ``stop`` - 1 with ``noop``."""
+        for i in range(first, stop):
             if self.act(noop).terminated:
                 raise RuntimeError(f"{self.task.id}: episode ended during initial skip {i}")
 
