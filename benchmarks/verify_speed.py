@@ -5,7 +5,10 @@ bundles it, verifies it by replay, and prints both wall times and their ratio
 (verify / run). Then, unless ``--no-floor``, it times the floor of any replay
 check: the same decisions played again through the same simulators, one job
 per task as verification does, with no frame drawn after the start, nothing
-hashed and nothing compared. Usage::
+hashed and nothing compared. Both replays also report the CPU time their
+decisions took with the start states left out (the start reached first, untimed):
+divided by the workers, that is the least wall time any replay of the bundle could
+take on this machine even if every start state cost nothing. Usage::
 
     python benchmarks/verify_speed.py [--tasks 'taxi,pong'] [--runs 3] [--workers 2]
 
@@ -18,7 +21,9 @@ import argparse
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
@@ -30,23 +35,38 @@ from vical.submit.keys import keygen
 from vical.submit.verify import verify_bundle
 
 
-def simulate_task(job: list[tuple[str, list[str]]]) -> int:
-    """Play each episode's decisions from its start (trusted, as verification's),
-    drawing no frame after the start and hashing nothing; the decisions played."""
+def simulate_task(job: list[tuple[str, list[str]]], drawn: bool = False) -> tuple[int, float]:
+    """Play each episode's decisions from its start (trusted, as verification's).
+
+    Without ``drawn`` no frame is drawn after the start and nothing is hashed;
+    with it every decision's frame is drawn and hashed, as verification does.
+    Returns the decisions played and the CPU seconds they took, starts excluded.
+    """
     from vical.envs import make_env
 
-    played = 0
+    played, cpu = 0, 0.0
     for task_id, actions in job:
         env = make_env(task_id, starts="trusted")
         try:
             env.reset()
+            t0 = time.process_time()
             for action in actions:
                 played += 1
-                if env.decide(action, record=False).ending is not None:
+                if drawn:
+                    _ = env.step(action).frame_sha256  # hashed on first read
+                    if env.done:
+                        break
+                elif env.decide(action, record=False).ending is not None:
                     break
+            cpu += time.process_time() - t0
         finally:
             env.close()
-    return played
+    return played, cpu
+
+
+def draw_task(job: list[tuple[str, list[str]]]) -> tuple[int, float]:
+    """:func:`simulate_task` drawing and hashing every frame, as verification does."""
+    return simulate_task(job, drawn=True)
 
 
 def main() -> None:
@@ -76,20 +96,27 @@ def main() -> None:
         v = verify_bundle(d / "b.tar.gz", pubkeys=[pub], workers=args.workers, progress=False)
         t_verify = time.perf_counter() - t0
         t_floor = None
+        cpu = {"floor": 0.0, "drawn": 0.0}
         if not args.no_floor:
             by_task: dict[str, list[tuple[str, list[str]]]] = {}
             for r in load_results(d / "run"):
                 by_task.setdefault(r.task_id, []).append((r.task_id, list(r.actions)))
             failed: list[BaseException] = []
 
-            def landed(job: object, value: object, error: BaseException | None) -> bool:
-                if error is not None:
-                    failed.append(error)
-                return error is None
+            def landed(kind: str) -> Callable[[object, Any, BaseException | None], bool]:
+                def on_result(job: object, value: Any, error: BaseException | None) -> bool:
+                    if error is not None:
+                        failed.append(error)
+                    else:
+                        cpu[kind] += value[1]
+                    return error is None
+
+                return on_result
 
             t0 = time.perf_counter()
-            run_pool(simulate_task, list(by_task.values()), args.workers, landed)
+            run_pool(simulate_task, list(by_task.values()), args.workers, landed("floor"))
             t_floor = time.perf_counter() - t0
+            run_pool(draw_task, list(by_task.values()), args.workers, landed("drawn"))
             if failed:
                 raise SystemExit(f"the floor replay failed: {failed[0]!r}")
     n = len(tasks) * args.runs
@@ -104,6 +131,13 @@ def main() -> None:
         print(f"floor (decisions simulated only):    {t_floor:8.1f} s")
         print(f"ratio floor / run:                   {t_floor / t_run:8.2f}")
         print(f"ratio verify / floor:                {t_verify / t_floor:8.2f}")
+        w = args.workers
+        for kind, label in (("floor", "not drawn"), ("drawn", "drawn + hashed")):
+            least = cpu[kind] / w
+            print(
+                f"decisions only, {label + ':':16}{cpu[kind]:8.1f} CPU-s, / {w} workers "
+                f"{least:6.1f} s = {least / t_run:.2f} x run"
+            )
 
 
 if __name__ == "__main__":
