@@ -22,6 +22,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +63,6 @@ def simulate_task(job: list[tuple[str, list[str]]], drawn: bool = False) -> tupl
         finally:
             env.close()
     return played, cpu
-
-
-def draw_task(job: list[tuple[str, list[str]]]) -> tuple[int, float]:
-    """:func:`simulate_task` drawing and hashing every frame, as verification does."""
-    return simulate_task(job, drawn=True)
 
 
 def main() -> None:
@@ -116,7 +112,12 @@ def main() -> None:
             t0 = time.perf_counter()
             run_pool(simulate_task, list(by_task.values()), args.workers, landed("floor"))
             t_floor = time.perf_counter() - t0
-            run_pool(draw_task, list(by_task.values()), args.workers, landed("drawn"))
+            run_pool(
+                partial(simulate_task, drawn=True),
+                list(by_task.values()),
+                args.workers,
+                landed("drawn"),
+            )
             if failed:
                 raise SystemExit(f"the floor replay failed: {failed[0]!r}")
     n = len(tasks) * args.runs
