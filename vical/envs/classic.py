@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-import math
 from typing import cast
 
 from gymnasium.envs.classic_control.acrobot import AcrobotEnv
 from gymnasium.envs.classic_control.mountain_car import MountainCarEnv
 
+from vical.envs import fpmath, portable
 from vical.envs.core import Tick
 from vical.envs.gymbase import GymAdapter
 from vical.envs.scoring import capped_ratio, horizon_ratio
 from vical.spec import TaskSpec
+
+# gymnasium's three classic-control simulators: their float math goes through
+# vical.envs.fpmath, the same bits on every CPU.
+PORTABLE_MODULES = [
+    "gymnasium.envs.classic_control.cartpole",
+    "gymnasium.envs.classic_control.acrobot",
+    "gymnasium.envs.classic_control.mountain_car",
+]
+portable.install(PORTABLE_MODULES)
 
 
 class CartPoleAdapter(GymAdapter):
@@ -54,7 +63,7 @@ class AcrobotAdapter(GymAdapter):
         env = cast(AcrobotEnv, self.env.unwrapped)
         assert env.state is not None  # set by reset
         t1, t2 = env.state[0], env.state[1]
-        return float(-math.cos(t1) - math.cos(t1 + t2))
+        return float(-fpmath.cos_(float(t1)) - fpmath.cos_(float(t1 + t2)))
 
     def start(self) -> None:
         self.h0 = self.height()

@@ -36,10 +36,16 @@ import flappy_bird_gymnasium  # noqa: F401  (registers FlappyBird-v0)
 import numpy as np
 import pygame
 
+from vical.envs import portable
 from vical.envs.core import Tick
 from vical.envs.gymbase import GymAdapter
 from vical.envs.scoring import EventCounter
 from vical.spec import TaskSpec
+
+# the simulator's float math (distances to the pipes) goes through
+# vical.envs.fpmath, the same bits on every CPU
+PORTABLE_MODULES = ["flappy_bird_gymnasium.envs.flappy_bird_env"]
+portable.install(PORTABLE_MODULES)
 
 if TYPE_CHECKING:
     from flappy_bird_gymnasium import FlappyBirdEnv

@@ -83,10 +83,30 @@ from highway_env.envs.highway_env import HighwayEnv
 from highway_env.road.road import Road
 from highway_env.vehicle.objects import Landmark, RoadObject
 
+from vical.envs import fpmath, portable
 from vical.envs.core import Tick
 from vical.envs.gymbase import GymAdapter
 from vical.envs.scoring import capped_ratio
 from vical.spec import TaskSpec
+
+# highway-env's modules that move, steer, collide, reward and draw the cars: their
+# float math goes through vical.envs.fpmath, the same bits on every CPU.
+PORTABLE_MODULES = [
+    "highway_env.utils",
+    "highway_env.vehicle.kinematics",
+    "highway_env.vehicle.controller",
+    "highway_env.vehicle.behavior",
+    "highway_env.vehicle.objects",
+    "highway_env.vehicle.graphics",
+    "highway_env.road.lane",
+    "highway_env.road.road",
+    "highway_env.road.graphics",
+    "highway_env.envs.highway_env",
+    "highway_env.envs.common.abstract",
+    "highway_env.envs.common.action",
+    "highway_env.envs.common.graphics",
+]
+portable.install(PORTABLE_MODULES)
 
 # Settings the adapter always imposes, whatever the task file says: the agent
 # sees pixels, never the kinematics observation; frames are drawn off-screen.
@@ -306,7 +326,7 @@ class HighwayAdapter(GymAdapter):
     def speed_share(self) -> float:
         """Forward speed mapped from ``reward_speed_range`` onto [0, 1]."""
         lo, hi = self.env.config["reward_speed_range"]
-        forward = float(self.ego.speed * np.cos(self.ego.heading))
+        forward = float(self.ego.speed * fpmath.cos(self.ego.heading))
         return float(np.clip((forward - lo) / (hi - lo), 0.0, 1.0))
 
     def start(self) -> None:
