@@ -261,3 +261,48 @@ def test_one_command_submit_through_docker_sdk_verifies(tmp_path, docker_host):
     )
     assert v.returncode == 0, v.stdout + v.stderr
     assert "PASS" in v.stdout
+
+
+@pytest.mark.parametrize("level", ["numpy-max", "numpy-baseline+glibc-baseline"])
+def test_float_physics_fingerprints_inside_the_image(level):
+    """The image replays the float-physics fingerprints of tests/data/behaviour.json
+    bit for bit, at the machine's own CPU level and held to the x86-64 baseline."""
+    import json
+
+    from tests.behaviour import BASELINE, level_env
+
+    found = _engine_run(
+        "run",
+        "--rm",
+        "--entrypoint",
+        "python",
+        IMAGE,
+        "-c",
+        "from numpy.core._multiarray_umath import __cpu_features__ as f; "
+        "print(','.join(k for k, v in f.items() if v))",
+    )
+    assert found.returncode == 0, found.stderr
+    env_args = []
+    for k, v in level_env(level, found.stdout.strip().split(",")).items():
+        env_args += ["-e", f"{k}={v}"]
+    tests_dir = Path(__file__).parent
+    r = _engine_run(
+        "run",
+        "--rm",
+        *env_args,
+        "-v",
+        f"{tests_dir}:/opt/vical/src/tests:ro",
+        "--entrypoint",
+        "python",
+        IMAGE,
+        "-m",
+        "tests.behaviour",
+        "--float-check",
+        timeout=900,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    recorded = json.loads(BASELINE.read_text())
+    assert len(got) == 14
+    wrong = [k for k, v in got.items() if recorded[k.split(":")[0]][k.split(":", 1)[1]] != v]
+    assert not wrong, f"{level}: {wrong}"

@@ -250,3 +250,14 @@ def test_every_real_env_passes_the_simulator_checks(env_key):
         adapter.close()
     else:
         assert checks.native_space(spec.family, spec.sim_id) is not None
+
+
+def test_the_simulator_version_is_part_of_the_task_data_digest(monkeypatch):
+    """A simulator change that alters frames bumps SIMULATOR_VERSION, and that alone
+    gives runs, bundles and datasets a new task-data digest."""
+    from vical import spec
+
+    before = spec.tasks_digest()
+    monkeypatch.setattr(spec, "SIMULATOR_VERSION", spec.SIMULATOR_VERSION + 1)
+    assert spec.tasks_digest() != before
+    assert spec.SIMULATOR_VERSION >= 2  # 2: the portable float math

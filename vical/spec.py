@@ -443,9 +443,18 @@ def select_tasks(patterns: str | None, tasks_dir: Path = TASKS_DIR) -> list[Task
     return chosen
 
 
+# The simulators' own version: raised whenever a change to vical's simulator code
+# changes a frame, score or ending while the task files stay the same (2: float
+# math through vical.envs.fpmath, the same bits on every CPU). It is part of the
+# task-data digest, so runs, bundles and datasets of another version are told
+# apart by the same check as other task data.
+SIMULATOR_VERSION = 2
+
+
 def tasks_digest(tasks_dir: Path = TASKS_DIR) -> str:
-    """sha256 over every task file (names and bytes): the task-data version."""
-    h = hashlib.sha256()
+    """sha256 over the simulator version and every task file (names and bytes): the
+    task-data version."""
+    h = hashlib.sha256(f"simulator {SIMULATOR_VERSION}\0".encode())
     for f in sorted(Path(tasks_dir).glob("*.yaml")):
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()

@@ -99,14 +99,16 @@ _EXP = _series(14, lambda k: Fraction(1, _fact(k + 2)))
 _LOG = _series(13, lambda k: Fraction(2, 2 * k + 3))
 
 _HUGE_REDUCTION = 2.0**19  # beyond this, reduce by pi/2 exactly with fractions
-_PI_EXACT = Fraction("3." + "14159265358979323846264338327950288419716939937510"
-                     "58209749445923078164062862089986280348253421170679"
-                     "82148086513282306647093844609550582231725359408128"
-                     "48111745028410270193852110555964462294895493038196"
-                     "44288109756659334461284756482337867831652712019091"
-                     "45648566923460348610454326648213393607260249141273"
-                     "72458700660631558817488152092096282925409171536436"
-                     "78925903600113305305488204665213841469519415116094")
+_PI_EXACT = Fraction(
+    "3." + "14159265358979323846264338327950288419716939937510"
+    "58209749445923078164062862089986280348253421170679"
+    "82148086513282306647093844609550582231725359408128"
+    "48111745028410270193852110555964462294895493038196"
+    "44288109756659334461284756482337867831652712019091"
+    "45648566923460348610454326648213393607260249141273"
+    "72458700660631558817488152092096282925409171536436"
+    "78925903600113305305488204665213841469519415116094"
+)
 
 
 def _poly(z: float, c: tuple[float, ...]) -> float:
@@ -198,10 +200,7 @@ def atan_(x: float) -> float:
     if a < 2.0**-27:
         return x
     if a > 1.0:
-        if a == math.inf:
-            r = PI_2
-        else:
-            r = PI_2 - atan_(1.0 / a)
+        r = PI_2 if a == math.inf else PI_2 - atan_(1.0 / a)
     elif a > _TAN_PI_12:
         # atan a = pi/6 + atan((a*sqrt3 - 1) / (a + sqrt3))
         r = PI_6 + _atan_small((a * _SQRT3 - 1.0) / (a + _SQRT3))
@@ -367,7 +366,8 @@ def _binary(fn):
             return np.float64(fn(float(x), float(y)))
         a, b = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
         out = np.array(
-            [fn(u, v) for u, v in zip(a.ravel().tolist(), b.ravel().tolist())], dtype=np.float64
+            [fn(u, v) for u, v in zip(a.ravel().tolist(), b.ravel().tolist(), strict=False)],
+            dtype=np.float64,
         ).reshape(a.shape)
         return out[()] if out.ndim == 0 else out
 
@@ -429,7 +429,7 @@ def matmul(a: Any, b: Any) -> Any:
         if a_arr.shape != b_arr.shape:
             raise ValueError(f"shapes {a_arr.shape} and {b_arr.shape} not aligned")
         acc = 0.0
-        for u, v in zip(a_arr.tolist(), b_arr.tolist()):
+        for u, v in zip(a_arr.tolist(), b_arr.tolist(), strict=False):
             acc = acc + u * v
         return np.float64(acc)
     a2 = a_arr[None, :] if a_arr.ndim == 1 else a_arr
