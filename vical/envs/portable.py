@@ -163,9 +163,13 @@ def _functions(module: types.ModuleType) -> list[types.FunctionType]:
                     take(f)
             return
         obj = inspect.unwrap(obj) if isinstance(obj, types.FunctionType) else obj
-        if isinstance(obj, types.FunctionType) and obj.__module__ == module.__name__:
-            if obj.__code__.co_filename == inspect.getfile(module) and obj not in found:
-                found.append(obj)
+        if (
+            isinstance(obj, types.FunctionType)
+            and obj.__module__ == module.__name__
+            and obj.__code__.co_filename == inspect.getfile(module)
+            and obj not in found
+        ):
+            found.append(obj)
 
     for value in vars(module).values():
         if isinstance(value, type) and value.__module__ == module.__name__:
