@@ -284,6 +284,11 @@ class BreakoutAdapter(Adapter):
     def lives(self) -> int | None:
         return 0 if self.game.lost else 1
 
+    def doctor_state(self) -> dict[str, float]:
+        """Ball and paddle positions, for ``vical doctor``."""
+        g = self.game
+        return {"ball_x": float(g.ball_x), "ball_y": float(g.ball_y), "paddle_x": float(g.paddle_x)}
+
     def progress(self) -> dict:
         g = self.game
         return {

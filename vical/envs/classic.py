@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 from gymnasium.envs.classic_control.acrobot import AcrobotEnv
 from gymnasium.envs.classic_control.mountain_car import MountainCarEnv
@@ -23,7 +23,16 @@ PORTABLE_MODULES = [
 portable.install(PORTABLE_MODULES)
 
 
-class CartPoleAdapter(GymAdapter):
+class ClassicStateMixin:
+    """``doctor_state``: the simulator's own state vector, for ``vical doctor``."""
+
+    env: Any
+
+    def doctor_state(self) -> dict[str, list[float]]:
+        return {"state": [float(v) for v in self.env.unwrapped.state]}
+
+
+class CartPoleAdapter(ClassicStateMixin, GymAdapter):
     """Survival: score = share of the decision horizon survived; pass = the whole horizon."""
 
     def start(self) -> None:
@@ -50,7 +59,7 @@ class CartPoleAdapter(GymAdapter):
         return {"decisions_survived": self.decisions, "fallen": self.fallen}
 
 
-class AcrobotAdapter(GymAdapter):
+class AcrobotAdapter(ClassicStateMixin, GymAdapter):
     """Dense score from the rise of the highest endpoint height since the start.
 
     Endpoint height above the pivot is ``-cos(t1) - cos(t1 + t2)`` (link
@@ -85,7 +94,7 @@ class AcrobotAdapter(GymAdapter):
         return {"start_height": round(self.h0, 6), "best_height": round(self.best, 6)}
 
 
-class MountainCarAdapter(GymAdapter):
+class MountainCarAdapter(ClassicStateMixin, GymAdapter):
     """Dense normalized position progress toward the flag.
 
     Score = capped ratio of (rightmost position - start position) to (goal

@@ -84,6 +84,15 @@ class FlappyAdapter(GymAdapter):
             return "Victory"
         return None
 
+    def doctor_state(self) -> dict[str, float]:
+        """The bird's height, vertical speed and tilt, for ``vical doctor``."""
+        env = self.env
+        return {
+            "bird_y": float(env._player_y),
+            "bird_vel_y": float(env._player_vel_y),
+            "bird_rot": float(env._player_rot),
+        }
+
     def progress(self) -> dict:
         env = self.env
         return {

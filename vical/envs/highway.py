@@ -323,6 +323,19 @@ class HighwayAdapter(GymAdapter):
     def ego(self):
         return self.env.vehicle
 
+    def doctor_state(self) -> dict[str, list[float]]:
+        """Every car's x, y, heading and speed (ego first), for ``vical doctor``."""
+        out: dict[str, list[float]] = {}
+        for i, v in enumerate(self.env.road.vehicles):
+            name = "ego" if v is self.ego else f"car{i}"
+            out[name] = [
+                float(v.position[0]),
+                float(v.position[1]),
+                float(v.heading),
+                float(v.speed),
+            ]
+        return out
+
     def speed_share(self) -> float:
         """Forward speed mapped from ``reward_speed_range`` onto [0, 1]."""
         lo, hi = self.env.config["reward_speed_range"]
