@@ -27,6 +27,7 @@ def test_wheel_contains_runtime_data(tmp_path):
     for required in (
         "vical/dataset/card_template.md",
         "vical/agent/prices.yaml",
+        "vical/data/doctor.json",  # the record `vical doctor` checks against
         "vical/requirements.lock",
         "vical/cli/__init__.py",
     ):

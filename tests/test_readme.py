@@ -87,6 +87,7 @@ PARSE_ONLY = {
     ("demos", "pack"): "rewrites task files",
     ("demos", "render"): "renders a demonstration package",
     ("tasks", "make-init"): "re-runs a human-init generator",
+    ("doctor",): "replays every environment (half a minute); tests/test_doctor.py runs it",
     ("leaderboard", "add"): "needs a bundle of a full run",
     ("leaderboard", "build"): "needs verified submissions",
     ("play",): "serves the play page until interrupted",

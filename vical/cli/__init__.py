@@ -12,6 +12,7 @@ the order ``vical --help`` lists them:
 ``submit``   ``vical keygen|submit|verify``, ``vical leaderboard add|build``
 ``scale``    ``vical merge`` (shards of a run or of a verification), ``--shard`` parsing
 ``serve``    ``vical serve-baseline``
+``doctor``   ``vical doctor`` (does this machine reproduce the recorded simulator results?)
 ``tasks``    ``vical tasks list|show|digest|sheet|make-init``
 ``demos``    ``vical demos make|pack|render``
 ``dataset``  ``vical dataset build|verify|stats|push``
@@ -42,6 +43,7 @@ from vical.cli._common import select as _select
 from vical.cli.audit import audit_app
 from vical.cli.dataset import dataset_app
 from vical.cli.demos import demos_app
+from vical.cli.doctor import doctor_cmd
 from vical.cli.eval import ApiOptions, EvalOptions, baseline_app, eval_cmd
 from vical.cli.play import play_cmd
 from vical.cli.report import ReportOptions, report_cmd
@@ -95,6 +97,7 @@ app.command("submit")(submit_cmd)
 app.command("serve-baseline")(serve_baseline)
 app.command("verify")(verify_cmd)
 app.command("merge")(merge_cmd)
+app.command("doctor")(doctor_cmd)
 app.command("play")(play_cmd)
 app.command("view")(view_cmd)
 app.add_typer(tasks_app, name="tasks")

@@ -111,6 +111,7 @@ class EvalOptions:
     executor: str = "local"  # how episodes fan out: local processes or a Ray cluster
     ray_address: str | None = None  # --executor ray: the cluster (default $RAY_ADDRESS)
     rules: str = "basic"  # the rules text of the prompt: basic or detailed (ablation)
+    doctor: bool = True  # an API backend: the quick self-check before the first request
     agent_kwargs: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -150,9 +151,10 @@ def resume_command(out: Path) -> str:
     return " ".join(shlex.quote(a) for a in ["vical", *args])
 
 
-def _agent_settings(opts: EvalOptions) -> dict[str, Any]:
+def _agent_settings(opts: EvalOptions) -> tuple[dict[str, Any], dict[str, Any]]:
     """Build the agent once up front, so a bad option, a missing key or (with preflight)
-    an unreachable model fails here and not in every episode; its settings."""
+    an unreachable model fails here and not in every episode; its settings, and the
+    self-check's manifest entry (:func:`_self_check`, run before the first request)."""
     from vical.agent import get_agent
 
     try:
@@ -161,13 +163,44 @@ def _agent_settings(opts: EvalOptions) -> dict[str, Any]:
         fail(f"{opts.agent}: {e}")
     settings = probe.settings()
     try:
-        if opts.preflight:
-            probe.preflight()
-    except RuntimeError as e:
-        fail(f"preflight failed: {e}")
+        doctor = _self_check(opts)  # before the first request, the preflight's
+        try:
+            if opts.preflight:
+                probe.preflight()
+        except RuntimeError as e:
+            fail(f"preflight failed: {e}")
     finally:
         probe.close()
-    return settings
+    return settings, doctor
+
+
+def _self_check(opts: EvalOptions) -> dict[str, Any]:
+    """``vical doctor --quick`` for an API backend (its manifest entry); a divergence
+    stops the run before its first request, unless ``--skip-doctor``."""
+    from vical.run.doctor import run_doctor, skipped_entry
+    from vical.run.pool import Interrupted
+
+    if opts.agent == "random":
+        return skipped_entry("not run for the random agent (it sends no requests)")
+    if not opts.doctor:
+        return skipped_entry("--skip-doctor")
+    try:
+        report = run_doctor(quick=True, cached=True)
+    except (Interrupted, KeyboardInterrupt):
+        interrupted("stopped during the self-check, before any episode; nothing was written")
+    if report.status == "diverged":
+        fail(
+            f"the reproducibility self-check (vical doctor --quick) failed: "
+            f"{report.summary()}. This machine does not reproduce the recorded simulator "
+            "results, so episodes played here would fail verification. Run `vical doctor` "
+            "for the details (README: When a run goes wrong); to evaluate anyway, pass "
+            "--skip-doctor (the run manifest records it)"
+        )
+    if not report.ok:  # stale or missing record: nothing to hold the machine to
+        err.print(f"note: self-check not run: {report.summary()}", markup=False, highlight=False)
+    else:
+        console.print(f"self-check: {report.summary()}", markup=False, highlight=False)
+    return report.manifest_entry()
 
 
 def _price(opts: EvalOptions, settings: dict[str, Any]) -> dict[str, float] | None:
@@ -203,7 +236,7 @@ def run_and_report(opts: EvalOptions) -> None:
         + (f"shard {opts.shard}, " if opts.shard else "")
         + f"output {out}"
     )
-    settings = _agent_settings(opts)
+    settings, doctor = _agent_settings(opts)
     price = _price(opts, settings)
     try:
         summary = run_eval(
@@ -224,6 +257,7 @@ def run_and_report(opts: EvalOptions) -> None:
             rules=opts.rules,
             executor=opts.executor,
             ray_address=opts.ray_address,
+            doctor=doctor,
         )
     except (Interrupted, KeyboardInterrupt):
         interrupted(f"finished episodes are kept in {out}; to resume, run {resume}")
@@ -367,6 +401,12 @@ def eval_cmd(
         "--preflight/--no-preflight",
         help="Check endpoint, model and key with one small request before the first episode.",
     ),
+    skip_doctor: bool = typer.Option(
+        False,
+        "--skip-doctor",
+        help="Do not run the quick reproducibility self-check (vical doctor --quick) an API "
+        "backend's run starts with; the run manifest records that it was skipped.",
+    ),
     retry_errors: bool = typer.Option(
         True,
         "--retry-errors/--no-retry-errors",
@@ -445,6 +485,7 @@ def eval_cmd(
         rules=rules,
         executor=executor,
         ray_address=ray_address,
+        doctor=not skip_doctor,
     )
     run_and_report(opts)
 

@@ -155,9 +155,13 @@ def submit_cmd(
 
 
 def _print_verdict(v: Verdict) -> None:
+    from vical.submit.verify import machines_lines
+
     for e in v.episodes:
         if not e.ok:
             err.print(f"[red]MISMATCH[/] {e.episode}: {'; '.join(e.problems)}")
+    for line in machines_lines(v.machines):
+        err.print(line, markup=False, highlight=False, soft_wrap=True)
     n_bad = len(v.mismatches)
     status = "[green]PASS[/]" if v.ok else "[red]FAIL[/]"
     console.print(

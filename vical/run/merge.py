@@ -206,11 +206,17 @@ def merged_manifest(out: Path, manifests: Sequence[RunManifest]) -> RunManifest:
             command=m.command,
             image=m.image,
             versions=m.versions,
+            doctor=m.doctor,
+            machine=m.machine,
         )
         for m in ordered
     ]
+    # the self-check that speaks for the merged run: the first shard's that was not ok
+    checks = [m.doctor for m in ordered if m.doctor is not None]
+    doctor = next((d for d in checks if d.get("status") != "ok"), checks[0] if checks else None)
     return ordered[0].model_copy(
         update={
+            "doctor": doctor,
             "run_id": out.name,
             "created_at": min(m.created_at for m in ordered),
             "command": redact_argv(list(sys.argv)),

@@ -74,6 +74,12 @@ class RunManifest(BaseModel):
     # set by `vical eval --shard`; a merged run has none, and lists its shards instead
     shard: ShardInfo | None = None
     merged_from: list[MergedShard] | None = None
+    # the reproducibility self-check before the run (vical.run.doctor): status ok,
+    # diverged, stale, missing or skipped, and its one-line summary; None: not run
+    # (older manifests, runs started from the library)
+    doctor: dict[str, Any] | None = None
+    # the machine that started the run: cpu_model, machine, numpy_features
+    machine: dict[str, Any] | None = None
 
 
 def read_manifest(

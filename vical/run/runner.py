@@ -425,17 +425,22 @@ def prepare_run(
     demos: bool = True,
     shard: ShardInfo | None = None,
     rules: str = "basic",
+    doctor: dict[str, Any] | None = None,
 ) -> RunManifest:
     """Create (or check, when resuming) the run folder and its manifest.
 
     ``shard`` is recorded when the run plays one slice of its episodes
     (:mod:`vical.run.shard`); a folder is resumed only as the same slice.
+    ``doctor`` is the self-check's manifest entry (:mod:`vical.run.doctor`); the
+    manifest also records this machine's CPU. A resumed run keeps the entries its
+    manifest has and fills those it lacks.
 
     Call it with the folder's lock held (:func:`lock_run_folder`): it clears
     ``.partial/``, which only a writer of this folder may do.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     from vical.agent.redact import redact_argv
+    from vical.run.doctor import machine
 
     manifest = RunManifest(
         run_id=run_dir.name,
@@ -452,6 +457,8 @@ def prepare_run(
         demos=demos,
         rules=rules,
         shard=shard,
+        doctor=doctor,
+        machine=machine(),
     )
     path = run_dir / "manifest.json"
     if path.exists():
@@ -481,7 +488,12 @@ def prepare_run(
             )
         merged = list(dict.fromkeys([*old.tasks, *manifest.tasks]))
         manifest = old.model_copy(
-            update={"tasks": merged, "runs_per_task": max(old.runs_per_task, runs)}
+            update={
+                "tasks": merged,
+                "runs_per_task": max(old.runs_per_task, runs),
+                "doctor": old.doctor if old.doctor is not None else manifest.doctor,
+                "machine": old.machine if old.machine is not None else manifest.machine,
+            }
         )
     atomic_write_json(path, manifest)
     shutil.rmtree(run_dir / ".partial", ignore_errors=True)
@@ -644,6 +656,7 @@ def run_eval(
     rules: str = "basic",
     executor: str = "local",
     ray_address: str | None = None,
+    doctor: dict[str, Any] | None = None,
 ) -> RunSummary:
     """Run every (task, run index) episode not yet finished in ``run_dir``.
 
@@ -658,6 +671,10 @@ def run_eval(
     ``rules`` (``basic`` or ``detailed``) is the rules text the first turn carries
     and ``demos`` whether it carries the demonstrations: the two conditions of the
     paper's ablation (Section 4.4), both recorded in the manifest.
+
+    ``doctor`` is the result of the reproducibility self-check the caller ran
+    before the first request (:meth:`vical.run.doctor.DoctorReport.manifest_entry`
+    or :func:`vical.run.doctor.skipped_entry`), recorded in the manifest.
 
     ``price`` (USD per million input/output tokens) turns each episode's token
     usage into ``cost_usd``. ``frames`` is ``none``, ``failed`` or ``all``.
@@ -688,7 +705,9 @@ def run_eval(
         info = None
         if shard is not None:
             episodes, info = select_shard(tasks, runs, shard)
-        prepare_run(run_dir, tasks, agent, agent_settings, run_seed, runs, demos, info, rules)
+        prepare_run(
+            run_dir, tasks, agent, agent_settings, run_seed, runs, demos, info, rules, doctor
+        )
         summary = RunSummary(run_dir, total=len(episodes), skipped=0, finished=0)
         done = scan_episodes(run_dir, retry_errors, summary)
         jobs = [

@@ -25,7 +25,7 @@ import hashlib
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -97,6 +97,8 @@ class MergedShard(BaseModel):
     command: list[str] = Field(default_factory=list)
     image: dict[str, str] | None = None
     versions: dict[str, str] = Field(default_factory=dict)
+    doctor: dict[str, Any] | None = None  # the shard's self-check and machine, if recorded
+    machine: dict[str, Any] | None = None
 
 
 def episode_cost(task: TaskSpec) -> int:

@@ -76,8 +76,29 @@ def locked_versions(lock: Path = LOCK_FILE) -> dict[str, str]:
     return out
 
 
-def fingerprint() -> dict[str, Any]:
-    """Everything that determines how episodes replay: versions, ROMs, task data, image."""
+def run_machine(run_manifest: RunManifest | None = None) -> dict[str, Any]:
+    """The machine that played a run, with its self-check (``doctor``) and ``source``.
+
+    From the run manifest where it recorded them; otherwise (older manifests, runs
+    started from the library) this machine, and the quick self-check run here now.
+    """
+    from vical.run.doctor import machine, run_doctor
+
+    if run_manifest is not None and run_manifest.machine is not None:
+        out = {**run_manifest.machine, "source": "run manifest"}
+    else:
+        out = {**machine(), "source": "computed at submit"}
+    if run_manifest is not None and run_manifest.doctor is not None:
+        out["doctor"] = run_manifest.doctor
+    else:
+        out["doctor"] = {**run_doctor(quick=True, cached=True).manifest_entry()}
+        out["doctor"]["source"] = "computed at submit"
+    return out
+
+
+def fingerprint(run_manifest: RunManifest | None = None) -> dict[str, Any]:
+    """Everything that determines how episodes replay: versions, ROMs, task data, image,
+    and the machine (:func:`run_machine`), so a verifier can compare it with its own."""
     from vical.run.runner import image_info
 
     fp: dict[str, Any] = {
@@ -87,6 +108,7 @@ def fingerprint() -> dict[str, Any]:
         "lock_sha256": sha256_bytes(LOCK_FILE.read_bytes()) if LOCK_FILE.exists() else None,
         "tasks_digest": tasks_digest(),
         "image": image_info(),
+        "machine": run_machine(run_manifest),
     }
     try:
         from vical.envs.ale import rom_md5s
@@ -197,7 +219,7 @@ def make_bundle(
             },
             "date": run_manifest.created_at,
         },
-        "fingerprint": fingerprint(),
+        "fingerprint": fingerprint(run_manifest),
         # the ablation condition (paper Table 5): only basic rules with demonstrations
         # is ranked on the leaderboard; verify checks every log against it
         "condition": condition,

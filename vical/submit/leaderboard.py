@@ -29,6 +29,16 @@ class LeaderboardError(VicalError, ValueError):
     pass
 
 
+def _machine_text(m: dict[str, Any] | None) -> str:
+    """A machine in one phrase: CPU, numpy's AVX-512/AVX2 level, self-check status."""
+    if not m:
+        return "not recorded"
+    feats = m.get("numpy_features") or []
+    top = next((f for f in ("AVX512F", "AVX2", "AVX", "SSE42") if f in feats), "baseline")
+    doctor = m.get("doctor") or {}
+    return f"{m.get('cpu_model')}, numpy up to {top}, self-check {doctor.get('status', '?')}"
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "submission"
 
@@ -47,7 +57,14 @@ def add(
     )
     if not verdict.ok:
         bad = ", ".join(e.episode for e in verdict.mismatches[:5])
-        raise LeaderboardError(f"{bundle} failed replay verification ({bad}); not added")
+        machines = verdict.machines or {}
+        sides = "; ".join(
+            f"{who}: {_machine_text(machines.get(key))}"
+            for who, key in (("submitter", "submitter"), ("this machine", "verifier"))
+        )
+        raise LeaderboardError(
+            f"{bundle} failed replay verification ({bad}); not added. Machines: {sides}"
+        )
     m = verdict.manifest
     sub = m["submitter"]
     digest = file_sha256(Path(bundle))

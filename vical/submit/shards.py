@@ -33,7 +33,9 @@ VERDICT_FORMAT = "vical-verdict/1"
 _EPISODE_FILE = "/eval_result.json"
 # what each slice reports about the whole bundle, so what every slice must agree on
 _SHARED = tuple(
-    f.name for f in dataclasses.fields(Verdict) if f.name not in ("ok", "episodes", "results")
+    f.name
+    for f in dataclasses.fields(Verdict)
+    if f.name not in ("ok", "episodes", "results", "machines")  # machines: set by a mismatch
 )
 
 
@@ -161,5 +163,7 @@ def merge_verdicts(paths: Sequence[Path]) -> tuple[Verdict, str]:
         ok=ok,
         episodes=ordered,
         results=[results[name] for name in expected] if ok else [],
+        # both machines, from the first slice that found a mismatch (None when none did)
+        machines=next((v.machines for _, v, _, _ in read if v.machines), None),
     )
     return merged, digest

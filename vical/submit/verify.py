@@ -80,6 +80,10 @@ class Verdict:
     # the ablation condition the run declares and its logs were checked against:
     # {"rules": "basic" | "detailed", "demos": bool}
     condition: dict[str, Any] | None = None
+    # set when an episode's replay disagrees with its claims: the submitter's machine
+    # (from the bundle's fingerprint, None when it has none) and this one's, each with
+    # its self-check, so both sides can see whether the machines explain it
+    machines: dict[str, Any] | None = None
 
     @property
     def mismatches(self) -> list[EpisodeVerdict]:
@@ -523,9 +527,41 @@ def verify_bundle(
         partial=bool(manifest.get("partial")),
         signer=signer,
         condition=condition,
+        machines=None if ok else both_machines(manifest),
         # what the replay and this vical's task data say, never the bundle's own claims
         results=[verified[i] for i in sorted(verified)] if ok else [],
     )
+
+
+def both_machines(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The submitter's machine as the bundle's fingerprint records it (None in bundles
+    from before it did) and this machine, with a quick self-check run here now."""
+    from vical.run.doctor import machine, run_doctor
+
+    fp = manifest.get("fingerprint")
+    submitter = fp.get("machine") if isinstance(fp, dict) else None
+    try:
+        doctor = run_doctor(quick=True, cached=True).manifest_entry()
+    except Exception as e:  # the verdict stands without it
+        doctor = {"status": "error", "summary": f"{type(e).__name__}: {e}"}
+    return {
+        "submitter": submitter if isinstance(submitter, dict) else None,
+        "verifier": {**machine(), "doctor": doctor},
+    }
+
+
+def machines_lines(machines: dict[str, Any] | None) -> list[str]:
+    """Both machines of :attr:`Verdict.machines` as text for an 80-column terminal."""
+    from vical.run.doctor import machine_lines
+
+    if not machines:
+        return []
+    return [
+        "the submitter's machine (from the bundle):",
+        *machine_lines(machines.get("submitter")),
+        "this machine:",
+        *machine_lines(machines.get("verifier")),
+    ]
 
 
 def verify_wm(
