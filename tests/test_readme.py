@@ -81,6 +81,7 @@ RUN = {
 }
 PARSE_ONLY = {
     ("serve-baseline",): "serves until interrupted",
+    ("import-inspect",): "needs an Inspect log; tests/test_inspect_eval.py runs it",
     ("dataset", "build"): "renders every demonstration clip (minutes)",
     ("dataset", "push"): "uploads to the Hugging Face Hub",
     ("demos", "make"): "re-runs the expert tools and rewrites task files",

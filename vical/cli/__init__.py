@@ -18,6 +18,7 @@ the order ``vical --help`` lists them:
 ``dataset``  ``vical dataset build|verify|stats|push``
 ``play``     ``vical play`` (a person plays tasks in the browser)
 ``view``     ``vical view`` (runs and bundles in the browser, static export)
+``inspect_import``  ``vical import-inspect`` (an Inspect AI log as a run folder)
 ``audit``    ``vical audit RUN|run|report|sample|label|agreement`` (trajectory audits)
 ``wm``       ``vical wm build|eval|report|submit|verify`` (the world-model track)
 
@@ -45,6 +46,7 @@ from vical.cli.dataset import dataset_app
 from vical.cli.demos import demos_app
 from vical.cli.doctor import doctor_cmd
 from vical.cli.eval import ApiOptions, EvalOptions, baseline_app, eval_cmd
+from vical.cli.inspect_import import import_inspect_cmd
 from vical.cli.play import play_cmd
 from vical.cli.report import ReportOptions, report_cmd
 from vical.cli.scale import merge_cmd
@@ -100,6 +102,7 @@ app.command("merge")(merge_cmd)
 app.command("doctor")(doctor_cmd)
 app.command("play")(play_cmd)
 app.command("view")(view_cmd)
+app.command("import-inspect")(import_inspect_cmd)
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(baseline_app, name="baseline")
 app.add_typer(leaderboard_app, name="leaderboard")

@@ -1,0 +1,290 @@
+"""``vical import-inspect``: an Inspect log of the V-ICAL tasks as a vical run folder.
+
+Each sample's store (:data:`vical.interop.inspect_tasks.STORE_KEY`) holds what its
+episode produced: every decision's log records and usage, and the simulator's
+result. The importer writes the folder with the runner's own code
+(:func:`vical.run.runner.prepare_run`, :func:`vical.run.runner.run_episode`): the
+episode is played again in the simulator with an agent that hands back the logged
+decisions one by one, so ``manifest.json``, ``log.jsonl`` (start, agent and step
+records, end), ``media/``, ``trajectory.png`` and ``eval_result.json`` are exactly
+what ``vical eval`` writes. The media are rebuilt, not read from the log: the
+demonstration frames (or MP4s) from the task's demonstration package, each live
+frame by encoding the replayed frame as the protocol does; every sha256 the logged
+requests name must come out again, and the replayed actions, frame hashes, score,
+pass flag and failure mode must equal those the sample recorded, or the import
+stops.
+
+Not imported as results: samples that errored (an infrastructure failure in vical's
+terms: fix the cause and ``inspect eval-retry`` the log) and samples without a
+finished episode (cut by a limit). They are listed in the summary; the run is then
+incomplete and ``vical submit`` says so. Timings and the playing machine come from
+the samples; the self-check (``vical doctor``), which ``vical eval`` runs before an
+API run, is recorded as skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vical.agent.base import Agent, Decision, EpisodeContext, Observation
+from vical.agent.protocol import encode_jpeg, sha256_hex
+from vical.errors import VicalError
+from vical.interop.inspect_agent import BACKEND, inspect_ai_module
+
+
+class InspectImportError(VicalError, ValueError):
+    """The Inspect log cannot be turned into a run folder; the message says why."""
+
+
+@dataclass
+class ImportSummary:
+    run_dir: Path
+    imported: list[str] = field(default_factory=list)
+    errored: list[tuple[str, str]] = field(default_factory=list)  # infrastructure failures
+    unfinished: list[str] = field(default_factory=list)
+
+
+class LoggedAgent(Agent):
+    """Hands back the decisions an Inspect sample logged, with the media they name."""
+
+    name = BACKEND
+
+    def __init__(self, episode: str, decisions: list[dict[str, Any]], uses_demos: bool):
+        self.episode = episode
+        self.decisions = decisions
+        self.uses_demos = uses_demos
+        self._k = 0
+        self._pool: dict[str, tuple[bytes, str]] = {}
+        self._emitted: set[str] = set()
+
+    def start(self, ctx: EpisodeContext) -> None:
+        self._k = 0
+        self._emitted = set()
+        self._pool = {}
+        for demo in ctx.demos:
+            for jpeg in demo.frames_jpeg:
+                self._pool[sha256_hex(jpeg)] = (jpeg, "image/jpeg")
+            if demo.mp4:
+                self._pool[sha256_hex(demo.mp4)] = (demo.mp4, "video/mp4")
+
+    def act(self, obs: Observation) -> Decision:
+        if self._k >= len(self.decisions):
+            raise InspectImportError(
+                f"{self.episode}: the replayed episode goes on after the {self._k} logged "
+                "decision(s)"
+            )
+        d = self.decisions[self._k]
+        self._k += 1
+        if d.get("step") != obs.step:
+            raise InspectImportError(
+                f"{self.episode}: decision {self._k} was logged at step {d.get('step')}, "
+                f"the replay is at step {obs.step}"
+            )
+        jpeg = encode_jpeg(obs.frame)
+        self._pool.setdefault(sha256_hex(jpeg), (jpeg, "image/jpeg"))
+        media: dict[str, tuple[bytes, str]] = {}
+        for rec in d["records"]:
+            for msg in rec.get("append") or []:
+                for part in msg.get("content") or []:
+                    sha = part.get("sha256")
+                    if not sha or sha in self._emitted:
+                        continue
+                    if sha not in self._pool:
+                        raise InspectImportError(
+                            f"{self.episode}: step {obs.step}: the logged request shows media "
+                            f"{sha[:12]}, which neither the replayed frame nor the "
+                            "demonstrations reproduce"
+                        )
+                    self._emitted.add(sha)
+                    media[sha] = self._pool[sha]
+        return Decision(
+            action=d["action"],
+            failure=d["failure"],
+            records=d["records"],
+            usage={k: int(v) for k, v in (d.get("usage") or {}).items()},
+            media=media,
+        )
+
+
+def _session(decisions: list[dict[str, Any]]) -> dict[str, Any]:
+    for d in decisions:
+        for rec in d["records"]:
+            if rec.get("type") == "agent_session":
+                return dict(rec)
+    raise InspectImportError("a sample's decisions hold no agent_session record")
+
+
+def _claims_problems(r: Any, claimed: dict[str, Any]) -> list[str]:
+    out = []
+    for key in ("actions", "frame_hashes", "score", "passed", "outcome", "failure_mode", "steps"):
+        mine = getattr(r, key)
+        if mine != claimed.get(key):
+            out.append(
+                f"{key}: the sample says {str(claimed.get(key))[:60]}, replay {str(mine)[:60]}"
+            )
+    return out
+
+
+def import_inspect_log(log: Path, out: Path) -> ImportSummary:
+    """Write the run folder ``out`` from the Inspect log ``log`` (see the module docstring)."""
+    inspect_ai_module("vical import-inspect")
+    from inspect_ai.log import read_eval_log
+
+    from vical.interop.inspect_tasks import STORE_FORMAT, STORE_KEY
+    from vical.outcomes import episode_name
+    from vical.spec import get_task, tasks_digest
+
+    try:
+        ev = read_eval_log(str(log))
+    except Exception as e:
+        raise InspectImportError(
+            f"{log}: not a readable Inspect log ({type(e).__name__}: {e})"
+        ) from None
+    info = (ev.eval.metadata or {}).get(STORE_KEY)
+    if not isinstance(info, dict):
+        raise InspectImportError(
+            f"{log}: not a log of the V-ICAL Inspect tasks (task {ev.eval.task!r})"
+        )
+    if info.get("tasks_digest") != tasks_digest():
+        raise InspectImportError(
+            f"{log}: played with other task data ({str(info.get('tasks_digest'))[:12]}, this "
+            f"vical has {tasks_digest()[:12]}); import it with the vical that played it"
+        )
+    epochs = ev.eval.config.epochs or 1
+    if epochs != 1:
+        raise InspectImportError(
+            f"{log}: {epochs} epochs; V-ICAL runs are samples (-T runs=N), so run with one epoch"
+        )
+    if not ev.samples:
+        raise InspectImportError(f"{log}: the log holds no samples (was it written with them?)")
+    if out.exists() and any(out.iterdir()):
+        raise InspectImportError(f"{out} exists and is not empty; choose a new --out")
+
+    summary = ImportSummary(run_dir=out)
+    played: list[tuple[str, Any, dict[str, Any]]] = []
+    for s in sorted(ev.samples, key=lambda s: str(s.id)):
+        sid = str(s.id)
+        if s.error is not None:
+            summary.errored.append((sid, s.error.message.strip().splitlines()[0][:200]))
+            continue
+        data = (s.store or {}).get(STORE_KEY)
+        if not isinstance(data, dict) or data.get("format") != STORE_FORMAT:
+            summary.unfinished.append(sid)
+            continue
+        if sid != episode_name(data["task_id"], data["run_index"]):
+            raise InspectImportError(f"{log}: sample {sid} holds the episode of {data['task_id']}")
+        played.append((sid, s, data))
+    if not played:
+        raise InspectImportError(f"{log}: no sample holds a finished episode")
+
+    sessions = [_session(d["decisions"]) for _, _, d in played]
+    settings = sessions[0]["settings"]
+    for (sid, _, _), sess in zip(played, sessions, strict=True):
+        if sess["settings"] != settings:
+            raise InspectImportError(
+                f"{log}: sample {sid} was played with other agent settings than the others"
+            )
+    tasks = [get_task(t) for t in info["tasks"]]
+    created = not out.exists()
+    try:
+        _write_run(out, log, info, settings, tasks, played, summary)
+    except BaseException:  # nothing half-written is left behind
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        else:
+            for child in out.iterdir():
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+        raise
+    return summary
+
+
+def _write_run(
+    out: Path,
+    log: Path,
+    info: dict[str, Any],
+    settings: dict[str, Any],
+    tasks: list[Any],
+    played: list[tuple[str, Any, dict[str, Any]]],
+    summary: ImportSummary,
+) -> None:
+    from vical.run.doctor import skipped_entry
+    from vical.run.results import EvalResult, RunManifest, atomic_write_json
+    from vical.run.runner import EpisodeJob, lock_run_folder, prepare_run, run_episode
+
+    with lock_run_folder(out):
+        prepare_run(
+            out,
+            tasks,
+            BACKEND,
+            settings,
+            int(info["run_seed"]),
+            int(info["runs"]),
+            bool(info["demos"]),
+            None,
+            str(info["rules"]),
+            skipped_entry("played through Inspect AI, which does not run the self-check"),
+        )
+        machine = played[0][2].get("machine")
+        if isinstance(machine, dict):
+            path = out / "manifest.json"
+            m = RunManifest.model_validate_json(path.read_text())
+            atomic_write_json(path, m.model_copy(update={"machine": machine}))
+        for sid, _, data in played:
+            uses_demos = any(rec.get("demos") for d in data["decisions"] for rec in d["records"])
+            job = EpisodeJob(
+                task_id=data["task_id"],
+                run_index=int(data["run_index"]),
+                agent=BACKEND,
+                agent_kwargs={},
+                run_seed=int(info["run_seed"]),
+                run_dir=str(out),
+                demos=bool(info["demos"]),
+                rules=str(info["rules"]),
+            )
+            agent = LoggedAgent(sid, data["decisions"], uses_demos)
+            run_episode(job, agent)
+            folder = out / "episodes" / sid
+            path = folder / "eval_result.json"
+            r = EvalResult.model_validate_json(path.read_text())
+            problems = _claims_problems(r, data["result"])
+            if r.seed != data["seed"]:
+                problems.append(f"seed: the sample says {data['seed']}, the run {r.seed}")
+            if agent._k != len(data["decisions"]):
+                problems.append(f"{len(data['decisions']) - agent._k} logged decision(s) unused")
+            if problems:
+                raise InspectImportError(
+                    f"{sid}: the replay disagrees with the Inspect sample: " + "; ".join(problems)
+                )
+            timing = data.get("timing") or {}
+            atomic_write_json(path, r.model_copy(update=timing))
+            summary.imported.append(sid)
+
+
+def summary_lines(s: ImportSummary) -> list[str]:
+    lines = [f"{s.run_dir}: {len(s.imported)} episode(s) imported"]
+    if s.errored:
+        lines.append(
+            f"{len(s.errored)} sample(s) errored (infrastructure failures, not results; "
+            "`inspect eval-retry` the log, then import again):"
+        )
+        lines += [f"  {sid}: {msg}" for sid, msg in s.errored]
+    if s.unfinished:
+        lines.append(
+            f"{len(s.unfinished)} sample(s) without a finished episode: " + ", ".join(s.unfinished)
+        )
+    return lines
+
+
+def dumps(s: ImportSummary) -> str:
+    return json.dumps(
+        {
+            "run_dir": str(s.run_dir),
+            "imported": s.imported,
+            "errored": [list(e) for e in s.errored],
+            "unfinished": s.unfinished,
+        }
+    )
