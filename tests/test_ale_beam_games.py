@@ -380,14 +380,30 @@ def test_asterix_death_penalty_lowers_the_score():
 
 
 def test_battlezone_first_hit_timing_and_survival():
-    score, passed, outcome, scores, _ = play("battlezone/m1-s36", GOOD["battlezone/m1-s36"])
-    n = len(scores)
-    assert passed and outcome == "Victory"
-    assert score == pytest.approx(60 + 40 * (1 - (n - 1) / 50))
+    """A hit scores by its timing, survival adds its share; the hit does not end the
+    episode (Table 28: no early success) and the pass needs the life kept."""
+    good = GOOD["battlezone/m1-s36"]
+    task = get_task("battlezone/m1-s36")
+    score, passed, outcome, scores, lost = play(
+        "battlezone/m1-s36", good + ["NOOP"] * (task.max_steps - len(good))
+    )
+    n = len(good)  # the first hit comes with the last good action
+    assert passed and outcome == "Time Out" and lost == 0 and len(scores) == task.max_steps
+    assert score == pytest.approx(40 + 30 * (1 - (n - 1) / 50) + 30)
     idle = do_nothing("battlezone/m1-s36")
-    assert idle[2] == "Time Out" and idle[0] == pytest.approx(30.0)
+    assert idle[2] == "Time Out" and idle[0] == pytest.approx(30.0) and not idle[1]
     died = play(*LIFE_LOSS["battlezone"])
-    assert 0.0 < died[0] < 30.0
+    assert died[2] == "Terminated" and not died[1] and 0.0 < died[0] < 30.0
+
+
+def test_battlezone_hit_then_death_fails():
+    """The issue's case: holding Shoot hits at decision 3 of m2-s110-b; the episode goes
+    on, the tank is lost later, and the task fails (a pass needs the life kept)."""
+    score, passed, outcome, scores, lost = play("battlezone/m2-s110-b", ["Shoot"] * 50)
+    assert outcome == "Terminated" and lost == 1 and not passed
+    assert 3 < len(scores) < 50
+    # the hit's timing credit is kept: 40 + 30 * (1 - 2/50), plus the decisions survived
+    assert score >= 40 + 30 * (1 - 2 / 50)
 
 
 def test_berzerk_points_without_survival_do_not_pass():

@@ -36,11 +36,13 @@ EXPERT = {
         8,
         2,
     ),
+    # two tails: with one, the expert scores the threshold and is then hit, which no
+    # longer passes (a pass needs Tron unhit at the end)
     "trondead": (
         "trondead/level4-b",
         ["NOOP", "Up", "Down", "Left", "Right", "Shoot", "Left+Shoot", "Right+Shoot"],
         8,
-        1,
+        2,
     ),
     "turmoil": (
         "turmoil/lane-c",

@@ -211,8 +211,17 @@ class ALEAdapter(Adapter):
         super().restore(attrs)
 
     # -- scoring (defaults; games override) -------------------------------
+    # A game sets this where a pass needs the life kept to the end of the episode: the
+    # games whose life loss ends the episode (Table 7, "life-loss termination") and in
+    # which the paper saw no early success (Table 28, ES 0%). Their points threshold
+    # then counts only for a player still alive when the episode ends, so reaching it
+    # and then dying is a failure, as in Table 28's early deaths.
+    pass_needs_life: bool = False
+
     def begin(self) -> None:
         self.total = 0.0
+        self.start_lives = self.last_lives = self.lives()
+        self.died = False
         self.start()
         self.tracking = True
 
@@ -225,11 +234,20 @@ class ALEAdapter(Adapter):
 
     def on_tick(self, tick: Tick) -> None:
         self.total += self.reward_filter(tick.reward)
+        if self.pass_needs_life and not self.died:
+            # against the last count, as the core's life-loss check reads it: a bonus
+            # life won on the way must not hide a later loss
+            lives, last = self.lives(), self.last_lives
+            if tick.terminated or (lives is not None and last is not None and lives < last):
+                self.died = True
+            self.last_lives = lives
 
     def score(self) -> float:
         return capped_ratio(self.total, self.task.target("reward"))
 
     def passed(self) -> bool:
+        if self.pass_needs_life and self.died:
+            return False
         return self.total >= self.task.target("pass_reward")
 
     def won(self) -> bool:

@@ -1,9 +1,14 @@
-"""Asterix: collected points minus a calibrated death penalty."""
+"""Asterix: collected points minus a calibrated death penalty; a pass needs the life kept.
+
+Table 7 (ALE/Asterix-v5): "life-loss termination, and calibrated death penalty".
+Touching a harp ends the episode; the score then loses the death penalty, and the
+pass is lost with the life (Table 28 reports no early success for Asterix among its
+55% early deaths, so a run that collects the threshold and then dies is a failure).
+"""
 
 from __future__ import annotations
 
 from vical.envs.ale import ALEAdapter
-from vical.envs.core import Tick
 from vical.envs.scoring import capped_ratio
 from vical.spec import EnvSpec
 
@@ -16,16 +21,10 @@ PROBES = ["NOOP", "Up", "Down", "Left", "Right"]
 
 
 class Adapter(ALEAdapter):
-    """Capped ratio of (points - death penalty if the life was lost) to ``reward``."""
+    """Capped ratio of (points - death penalty if the life was lost) to ``reward``; pass
+    at ``pass_reward`` points with the life kept (``died`` is tracked by the base class)."""
 
-    def start(self) -> None:
-        self.start_lives = self.ale.lives()
-        self.died = False
-
-    def on_tick(self, tick: Tick) -> None:
-        super().on_tick(tick)
-        if tick.terminated or self.ale.lives() < self.start_lives:
-            self.died = True
+    pass_needs_life = True
 
     def net(self) -> float:
         return self.total - (self.task.target("death_penalty") if self.died else 0.0)

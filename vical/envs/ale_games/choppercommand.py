@@ -1,4 +1,10 @@
-"""Chopper Command: the default capped ratio of points, plus its human-init generator."""
+"""Chopper Command: the default capped ratio of points, plus its human-init generator.
+
+Table 7 (ALE/ChopperCommand-v5): "Full semantic action set and life-loss termination".
+Pass: the points threshold with the helicopter still flying when the episode ends;
+Table 28 reports no early success among Chopper Command's 65% early deaths, so a
+crash fails the task whatever was scored before it.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +28,10 @@ PROBES = ["NOOP", "Up", "Down", "Left+Shoot", "Right+Shoot", "Shoot"]
 
 
 class Adapter(ALEAdapter):
-    """Chopper Command uses the generic ALE scoring: points against a calibrated target."""
+    """Chopper Command uses the generic ALE scoring: points against a calibrated target;
+    a pass needs the helicopter kept to the end."""
+
+    pass_needs_life = True
 
 
 def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:

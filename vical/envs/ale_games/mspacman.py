@@ -1,7 +1,10 @@
 """MsPacman: points since the start state against a calibrated target.
 
 Scoring is the family default (capped ratio of reward to ``reward``; pass at
-``pass_reward``); a lost life ends the episode (core life-loss termination).
+``pass_reward``); a lost life ends the episode (Table 7: "life-loss termination").
+The pass needs the life kept to the end: Table 28 reports no early success among
+MsPacman's 55% early deaths, so points eaten before a ghost catches her count for
+the score only.
 This module holds the scripted expert and the human-init generator.
 """
 
@@ -18,7 +21,9 @@ if TYPE_CHECKING:
 
 
 class Adapter(ALEAdapter):
-    """The default reward scoring; the module exists for the generator and expert."""
+    """The default reward scoring, with a pass that needs the life kept to the end."""
+
+    pass_needs_life = True
 
 
 # human-init preload length (decisions) per variant: prefixes of one deathless play

@@ -11,7 +11,12 @@ counted as they come.
 "Auto-respawn support": the game never needs a button press to put a sub in
 play after reset (the first sub starts at the surface by itself), and any
 respawn after a lost sub is outside the task because the loss ends it, so no
-extra wrapper step is needed; ``prepare`` only asserts the sub is in play.
+extra wrapper step is needed.
+
+Pass: the calibrated points threshold with the sub still in play when the episode
+ends. Table 7 lists "life-loss termination" and Table 28 reports no early success
+among Seaquest's 85% early deaths, so points counted before a lost sub stay in the
+score but the loss fails the task.
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ INIT_MOVES = ["Down", "Down+Left", "Down+Right", "Down+Shoot", "Left", "Right", 
 
 
 class Adapter(ALEAdapter):
-    """Points plus RAM-based diver and surfacing bonuses."""
+    """Points plus RAM-based diver and surfacing bonuses; a pass needs the sub kept."""
+
+    pass_needs_life = True
 
     def start(self) -> None:
         ram = self.ram()
@@ -59,7 +66,12 @@ class Adapter(ALEAdapter):
         return max(0, int(self.ram()[PLAYER_Y]) - SURFACE_Y)
 
     def progress(self) -> dict:
-        return {"points": self.total, "divers_rescued": self.rescued, "surfacings": self.surfacings}
+        return {
+            "points": self.total,
+            "divers_rescued": self.rescued,
+            "surfacings": self.surfacings,
+            "died": self.died,
+        }
 
 
 def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:

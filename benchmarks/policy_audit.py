@@ -1,0 +1,452 @@
+"""Policy audit: what trivial policies and the experts achieve on every task.
+
+Per environment, over all of its tasks, it plays
+
+* the random reference three times per task (uniform over the legal actions, seeded
+  per episode as ``vical baseline random`` seeds it: run seed 0, run indexes 0-2);
+* every constant action (the same action at every decision), once per task;
+* the environment's scripted or search expert where one exists (the policies the
+  demo recipes and the baseline server use), once per task,
+
+and records each episode's score, pass flag, length and ending. Early success and
+early death are counted as Table 28 counts them: the pass holds (or not, for a death)
+and the episode ended strictly before its decision budget.
+
+Results go to a JSON file (every episode) and a Markdown table between the markers
+``<!-- policy-audit:begin -->`` and ``<!-- policy-audit:end -->`` of
+``docs/policy-audit.md``; the rest of that document (the decisions taken on what the
+table shows) is written by hand and left alone. Usage::
+
+    python benchmarks/policy_audit.py                      # every environment
+    python benchmarks/policy_audit.py --envs battlezone,highway --policies trivial
+    python benchmarks/policy_audit.py --policies expert --expert-timeout 120 --json e.json
+    python benchmarks/policy_audit.py --merge t.json e.json   # the table from saved episodes
+
+The full audit (about 4,000 episodes plus the experts) takes tens of minutes on
+two cores; run it in the background.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import random
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "policy-audit.md"
+BEGIN, END = "<!-- policy-audit:begin -->", "<!-- policy-audit:end -->"
+RANDOM_RUNS = 3
+RUN_SEED = 0  # ``vical baseline random``'s default run seed
+
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+
+
+@dataclass(frozen=True)
+class Episode:
+    env: str
+    task: str
+    policy: str  # "random", "const:<action>" or "expert"
+    run: int
+    steps: int
+    budget: int
+    outcome: str | None
+    passed: bool
+    score: float
+    error: str | None = None
+
+    @property
+    def early_success(self) -> bool:
+        return self.passed and self.steps < self.budget and self.outcome is not None
+
+    @property
+    def early_death(self) -> bool:
+        return (
+            not self.passed
+            and self.steps < self.budget
+            and self.outcome == "Terminated"
+            and self.error is None
+        )
+
+
+# ---------------------------------------------------------------------------
+# playing
+# ---------------------------------------------------------------------------
+def play(task, pick: Callable, label: str, run: int = 0) -> Episode:
+    """Play ``pick(env, step_index)`` from the task's start to the end of the episode."""
+    from vical.envs import make_env
+
+    env = make_env(task)
+    try:
+        env.reset()
+        step = None
+        i = 0
+        while not env.done:
+            step = env.step(pick(env, i))
+            i += 1
+        assert step is not None
+        return Episode(
+            task.env.env,
+            task.id,
+            label,
+            run,
+            step.index,
+            task.max_steps,
+            step.outcome,
+            bool(step.passed),
+            float(step.score),
+        )
+    finally:
+        env.close()
+
+
+def replay(task, actions: list[str], label: str) -> Episode:
+    """Play a fixed action list; NOOP-fill after it if the episode is still running."""
+    acts = list(actions)
+    noop = task.env.noop if isinstance(task.env.noop, str) else None
+    fill = noop if noop in task.env.actions else next(iter(task.env.actions))
+
+    def pick(env, i: int) -> str:
+        return acts[i] if i < len(acts) else fill
+
+    return play(task, pick, label)
+
+
+def random_episode(task, run: int) -> Episode:
+    from vical.run.runner import episode_seed
+
+    rng = random.Random(episode_seed(RUN_SEED, task.id, run))
+    names = list(task.env.actions)
+    return play(task, lambda env, i: rng.choice(names), "random", run)
+
+
+def constant_episode(task, action: str) -> Episode:
+    return play(task, lambda env, i: action, f"const:{action}")
+
+
+# ---------------------------------------------------------------------------
+# experts: an action list or a per-decision policy for a task, or None
+# ---------------------------------------------------------------------------
+def _policy_expert(fn: Callable) -> Callable:
+    return lambda task: ("policy", fn)
+
+
+def expert_for(env_key: str) -> Callable | None:
+    """The environment's expert as ``expert(task) -> ("actions", list) | ("policy", fn)``."""
+    from vical.authoring import recipes as _recipes  # noqa: F401  (authoring tools present)
+    from vical.demos.experts import CONTROLLERS, bfs_expert
+
+    if env_key in CONTROLLERS:
+        ctrl = CONTROLLERS[env_key]
+        return _policy_expert(lambda env, i: ctrl(env))
+    if env_key in ("taxi", "cliffwalking"):
+        return lambda task: ("actions", getattr(bfs_expert(task), "actions", []))
+    if env_key in ("lavacrossing", "multiroom", "unlockpickup"):
+        from vical.demos.experts import planner_route
+
+        return lambda task: ("actions", planner_route(task))
+    if env_key == "highway":
+        from vical.authoring.recipes.highway import gap_driver
+
+        return _policy_expert(lambda env, i: gap_driver(env))
+    if env_key == "flappybird":
+        from vical.authoring.recipes.flappybird import pilot
+
+        return _policy_expert(lambda env, i: pilot(env))
+    if env_key == "tetris":
+        from vical.authoring.recipes.tetris import planner
+
+        return _policy_expert(lambda env, i: planner(env))
+    if env_key == "breakout":
+        from vical.envs.breakout import NATIVE_NAMES, track_ball
+
+        def tracker(env, i):
+            name = NATIVE_NAMES[track_ball(env.adapter.game, 0)]
+            return name if name in env.actions else "NOOP"
+
+        return _policy_expert(tracker)
+    if env_key == "berzerk":
+        from vical.authoring.recipes._ale import ale_expert
+        from vical.authoring.recipes.berzerk import _exit_play
+
+        return lambda task: ("actions", ale_expert(task, _exit_play, task.max_steps).actions)
+    import importlib
+
+    try:
+        mod = importlib.import_module(f"vical.authoring.recipes.{env_key}")
+    except ImportError:
+        return None
+    recipe = getattr(mod, "RECIPE", None)
+    if recipe is None:
+        return None
+    from vical.authoring.recipes._ale import AleRecipe, ale_expert
+    from vical.authoring.recipes._lookahead import GameDemos, _play
+    from vical.authoring.recipes._procgen import ProcgenRecipe
+
+    if isinstance(recipe, AleRecipe):
+
+        def ale(task):
+            res = ale_expert(task, lambda sim, k: recipe.win(sim, k, 1), task.max_steps)
+            return ("actions", res.actions)
+
+        return ale
+    if isinstance(recipe, GameDemos):
+        return lambda task: ("actions", _play(recipe, task, task.max_steps, recipe.seeds[0])[0])
+    if isinstance(recipe, ProcgenRecipe):
+        from vical.authoring.search import procgen_beam
+
+        return lambda task: ("actions", procgen_beam(task, width=recipe.width).actions)
+    return None
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout
+
+
+def expert_episode(task, timeout: int) -> Episode | None:
+    expert = expert_for(task.env.env)
+    if expert is None:
+        return None
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(timeout)
+    try:
+        kind, what = expert(task)
+        signal.alarm(0)
+        if kind == "policy":
+            return play(task, what, "expert")
+        return replay(task, list(what), "expert")
+    except _Timeout:
+        return Episode(
+            task.env.env, task.id, "expert", 0, 0, task.max_steps, None, False, 0.0, "timeout"
+        )
+    except Exception as e:  # an expert that cannot run here is reported, not fatal
+        signal.alarm(0)
+        return Episode(
+            task.env.env,
+            task.id,
+            "expert",
+            0,
+            0,
+            task.max_steps,
+            None,
+            False,
+            0.0,
+            f"{type(e).__name__}: {e}"[:200],
+        )
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+# ---------------------------------------------------------------------------
+# jobs
+# ---------------------------------------------------------------------------
+def _task_job(args: tuple[str, str, int]) -> list[dict]:
+    task_id, which, timeout = args
+    from vical.spec import get_task
+
+    task = get_task(task_id)
+    out: list[Episode] = []
+    if which in ("all", "trivial"):
+        out += [random_episode(task, r) for r in range(RANDOM_RUNS)]
+        out += [constant_episode(task, a) for a in task.env.actions]
+    if which in ("all", "expert"):
+        ep = expert_episode(task, timeout)
+        if ep is not None:
+            out.append(ep)
+    return [
+        {**asdict(e), "early_success": e.early_success, "early_death": e.early_death} for e in out
+    ]
+
+
+def run(envs: list[str], which: str, workers: int, timeout: int, log=print) -> list[dict]:
+    from vical.spec import load_envs
+
+    specs = load_envs()
+    jobs = [(f"{env}/{v.variant}", which, timeout) for env in envs for v in specs[env].tasks]
+    rows: list[dict] = []
+    t0 = time.perf_counter()
+    ctx = mp.get_context("fork")
+    with ctx.Pool(workers, maxtasksperchild=20) as pool:
+        for i, res in enumerate(pool.imap_unordered(_task_job, jobs), 1):
+            rows.extend(res)
+            if i % 10 == 0 or i == len(jobs):
+                log(f"{i}/{len(jobs)} tasks, {time.perf_counter() - t0:.0f} s", flush=True)
+    return rows
+
+
+# ---------------------------------------------------------------------------
+# summary
+# ---------------------------------------------------------------------------
+def _stats(eps: list[dict]) -> dict:
+    n = len(eps)
+    if n == 0:
+        return {"n": 0}
+    return {
+        "n": n,
+        "score": sum(e["score"] for e in eps) / n,
+        "pass": 100.0 * sum(e["passed"] for e in eps) / n,
+        "es": sum(e["early_success"] for e in eps),
+        "ed": sum(e["early_death"] for e in eps),
+        "errors": sum(e["error"] is not None for e in eps),
+    }
+
+
+def summarise(rows: list[dict]) -> dict[str, dict]:
+    from vical.paper import TABLE28
+
+    out: dict[str, dict] = {}
+    for env in sorted({r["env"] for r in rows}):
+        mine = [r for r in rows if r["env"] == env]
+        consts = {}
+        for p in sorted({r["policy"] for r in mine if r["policy"].startswith("const:")}):
+            consts[p[len("const:") :]] = _stats([r for r in mine if r["policy"] == p])
+        rnd = _stats([r for r in mine if r["policy"] == "random"])
+        best = max(consts, key=lambda a: (consts[a]["pass"], consts[a]["score"]))
+        out[env] = {
+            "tasks": len({r["task"] for r in mine}),
+            "table28_es": TABLE28[env].early_success,
+            "random": rnd,
+            "constants": consts,
+            "best_constant": best,
+            "constants_over_random": sorted(
+                a for a, s in consts.items() if s["pass"] > rnd["pass"]
+            ),
+            "constant_early_successes": sum(s["es"] for s in consts.values()),
+            "expert": _stats([r for r in mine if r["policy"] == "expert"]),
+        }
+    return out
+
+
+def _cell(s: dict) -> str:
+    if not s.get("n"):
+        return "–"
+    err = f", {s['errors']} failed" if s.get("errors") else ""
+    return f"{s['score']:.1f} / {s['pass']:.0f}% / {s['es']}{err}"
+
+
+def markdown(summary: dict[str, dict], meta: dict) -> str:
+    lines = [
+        f"Generated by `benchmarks/policy_audit.py` on {meta['date']} "
+        f"(task data {meta['digest'][:12]}, {meta['episodes']} episodes, "
+        f"{meta['seconds']:.0f} s on {meta['workers']} workers).",
+        "",
+        "Cells read *score / pass rate / early successes* (episodes that passed and ended "
+        "before the budget). Random: 3 runs per task. Best constant: the constant action "
+        "with the highest pass rate (then score), one run per task. *Constants > random*: "
+        "constant actions whose pass rate exceeds the random reference's.",
+        "",
+        "| env | tasks | T28 ES | random | best constant | constants > random | "
+        "constant ES (all) | expert |",
+        "|---|---:|---:|---|---|---|---:|---|",
+    ]
+    for env, s in summary.items():
+        best = s["best_constant"]
+        over = ", ".join(s["constants_over_random"]) or "–"
+        lines.append(
+            f"| {env} | {s['tasks']} | {s['table28_es']:.1f}% | {_cell(s['random'])} | "
+            f"{best}: {_cell(s['constants'][best])} | {over} | "
+            f"{s['constant_early_successes']} | {_cell(s['expert'])} |"
+        )
+    lines += ["", "<details><summary>Every constant action</summary>", ""]
+    lines += ["| env | action | score | pass | ES | ED |", "|---|---|---:|---:|---:|---:|"]
+    for env, s in summary.items():
+        for a, c in s["constants"].items():
+            lines.append(
+                f"| {env} | {a} | {c['score']:.1f} | {c['pass']:.0f}% | {c['es']} | {c['ed']} |"
+            )
+    lines += ["", "</details>"]
+    return "\n".join(lines)
+
+
+def write_doc(table: str, path: Path = DOC) -> None:
+    text = (
+        path.read_text(encoding="utf-8") if path.exists() else f"# Policy audit\n\n{BEGIN}\n{END}\n"
+    )
+    if BEGIN not in text or END not in text:
+        text = text.rstrip() + f"\n\n{BEGIN}\n{END}\n"
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    path.write_text(f"{head}{BEGIN}\n{table}\n{END}{tail}", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--envs", default=None, help="Comma-separated environment keys (default: all).")
+    ap.add_argument(
+        "--policies",
+        choices=("all", "trivial", "expert"),
+        default="all",
+        help="Random and constant policies, the experts, or both (default).",
+    )
+    ap.add_argument(
+        "--merge",
+        type=Path,
+        nargs="*",
+        default=None,
+        help="Write the table from these episode files (earlier --json output) instead of playing.",
+    )
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--expert-timeout", type=int, default=300, help="Seconds per expert episode.")
+    ap.add_argument("--json", type=Path, default=None, help="Episode file (default: none).")
+    ap.add_argument("--doc", type=Path, default=DOC, help="Markdown file to update.")
+    ap.add_argument("--no-doc", action="store_true", help="Print the table, write no document.")
+    args = ap.parse_args(argv)
+
+    sys.path.insert(0, str(ROOT))
+    from vical.spec import load_envs
+
+    try:
+        from vical.spec import tasks_digest as _digest
+    except ImportError:  # pragma: no cover - older layout
+        _digest = None
+    if args.merge:
+        # a later file's episode replaces an earlier one of the same task, policy and run
+        by_key: dict[tuple, dict] = {}
+        seconds = 0.0
+        for f in args.merge:
+            data = json.loads(f.read_text())
+            for r in data["episodes"]:
+                by_key[(r["task"], r["policy"], r["run"])] = r
+            seconds += data["meta"]["seconds"]
+        rows = list(by_key.values())
+        if args.envs:
+            rows = [r for r in rows if r["env"] in args.envs.split(",")]
+    else:
+        envs = args.envs.split(",") if args.envs else sorted(load_envs())
+        t0 = time.perf_counter()
+        rows = run(envs, args.policies, args.workers, args.expert_timeout)
+        seconds = time.perf_counter() - t0
+    summary = summarise(rows)
+    meta = {
+        "date": time.strftime("%Y-%m-%d"),
+        "digest": _digest() if _digest else "unknown",
+        "episodes": len(rows),
+        "seconds": seconds,
+        "workers": args.workers,
+    }
+    table = markdown(summary, meta)
+    if args.json:
+        args.json.write_text(json.dumps({"meta": meta, "summary": summary, "episodes": rows}))
+    if args.no_doc:
+        print(table)
+    else:
+        write_doc(table, args.doc)
+        print(f"wrote {args.doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
