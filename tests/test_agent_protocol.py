@@ -763,3 +763,46 @@ def test_ask_retries_like_a_turn_and_keeps_a_failed_message_out_of_the_history()
         over = agent.ask(_text("a long question"))
         assert over.reply is None and over.failure == "token_overflow"
         assert [r["type"] for r in over.records] == ["request", "api_error"]
+
+
+_JPEG_PROBE = """
+import hashlib, random
+from vical.agent.protocol import encode_jpeg
+from vical.envs import make_env
+from vical.spec import get_task
+hs = []
+for tid in ("highway/seed41-l4-d15", "pong/serve", "bigfish/seed45", "taxi/state1", "tetris/seed43"):
+    t = get_task(tid)
+    e = make_env(t)
+    f = e.reset()
+    r = random.Random(0)
+    hs.append(hashlib.sha256(encode_jpeg(f)).hexdigest())
+    for _ in range(3):
+        if e.done:
+            break
+        hs.append(hashlib.sha256(encode_jpeg(e.step(r.choice(t.action_names)).frame)).hexdigest())
+    e.close()
+print(hashlib.sha256("".join(hs).encode()).hexdigest(), len(hs))
+"""
+
+
+def test_frame_jpegs_are_the_same_bytes_with_or_without_simd():
+    """Verification compares the JPEG a request showed with the replayed frame's, so
+    the encoder must give the same bytes on every CPU: libjpeg-turbo's SIMD paths
+    (forced off, SSE2, AVX2) and the plain C path agree."""
+    import os
+    import subprocess
+    import sys
+
+    outs = set()
+    for var in (None, "JSIMD_FORCENONE", "JSIMD_FORCESSE2", "JSIMD_FORCEAVX2"):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("JSIMD_")}
+        if var:
+            env[var] = "1"
+        r = subprocess.run(
+            [sys.executable, "-c", _JPEG_PROBE], env=env, capture_output=True, text=True
+        )
+        assert r.returncode == 0, r.stderr[-1500:]
+        outs.add(r.stdout.split()[0])
+        assert int(r.stdout.split()[1]) >= 10
+    assert len(outs) == 1

@@ -225,8 +225,10 @@ def test_leaderboard_page_in_headless_chromium(setup, tmp_path, browser):
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(index.as_uri())
     names = page.locator("#board tbody tr td.name").all_inner_texts()
-    assert len(names) == 3 and any("Team A" in n for n in names)
+    assert len(names) == 2  # a partial bundle is listed apart, never ranked
     assert "Human (paper)" in names and "Random (paper)" in names
+    partial = page.locator("#partial tbody tr td.name").all_inner_texts()
+    assert len(partial) == 1 and "Team A" in partial[0] and "(partial)" in partial[0]
     # sort by overall score (the "All" S column): first click sorts descending
     col = page.locator("#board thead th[data-col]").filter(has_text="S").last
     col.click()

@@ -100,7 +100,7 @@ def _extra_run(copy: Path) -> None:
     ("edit", "reason"),
     [
         (_retag, "tags differ from this task data"),
-        (_change_log_action, "the log's actions differ from eval_result.json's from step 1"),
+        (_change_log_action, "line 3 (step): is not step 1 with the decided action"),
         (_drop_log, "no log.jsonl"),
         (_other_agent, "played by agent 'openai-chat', the run's is 'random'"),
         (_extra_run, "run index 1 outside the run's 1 run(s)"),

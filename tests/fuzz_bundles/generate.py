@@ -291,7 +291,7 @@ _signed_edit("manifest_missing_tasks_numbers", "missing_tasks", lambda m: m.upda
 _signed_edit("manifest_team_number", "submitter.team", lambda m: m["submitter"].update(team=7))
 _signed_edit("manifest_listed_size_lies", "size mismatch", lambda m: _set_entry(m, {**m["files"][_first(m)], "size": m["files"][_first(m)]["size"] + 1}))  # fmt: skip
 _signed_edit("manifest_listed_sha_lies", "sha256 mismatch", lambda m: _set_entry(m, {**m["files"][_first(m)], "sha256": "f" * 64}))  # fmt: skip
-_signed_edit("manifest_lists_absent_file", "listed file missing", lambda m: m["files"].update({"run/absent.json": {"sha256": "0" * 64, "size": 3}}))  # fmt: skip
+_signed_edit("manifest_lists_absent_file", "listed file missing", lambda m: m["files"].update({"run/episodes/cliffwalking__base__r0/media/" + "a" * 64 + ".jpg": {"sha256": "0" * 64, "size": 3}}))  # fmt: skip
 
 
 def _raw_manifest(name: str, expect: str, mbytes: bytes, sign_it: bool = True) -> None:

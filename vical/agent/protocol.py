@@ -390,6 +390,68 @@ def _secrets_for(api_key: str, endpoint: str | None) -> tuple[str, ...]:
     return tuple(s for s in found if s and s != LOCAL_DUMMY_KEY)
 
 
+# --------------------------------------------------------------------------- turns
+# The user messages of an episode, as pure functions of the task, the condition, the
+# media parts and the replies: the agent sends them, and `vical verify` rebuilds every
+# request of a logged episode with the same functions (vical.submit.requests).
+
+
+def first_message(
+    task: Any,
+    action_names: list[str],
+    max_steps: int,
+    rules: str,
+    demos: list[list[Part]],
+    demo_transport: str,
+    frame: Part,
+) -> Message:
+    """The first user message: task introduction (with the ``rules`` text), the
+    demonstrations (``demos``: each one's media parts, one video part or its
+    frames as image parts under ``demo_transport`` ``frames``), the start
+    frame's part and the answer contract."""
+    text = prompts.task_intro(task, action_names, max_steps, rules)
+    parts: list[Part] = [{"type": "text", "text": text}]
+    n = len(demos)
+    if n:
+        parts.append({"type": "text", "text": prompts.demos_intro(n)})
+    for i, media in enumerate(demos, start=1):
+        parts.append({"type": "text", "text": prompts.demo_heading(i, n)})
+        if demo_transport == "video":
+            parts.extend(media)
+        else:
+            parts.append({"type": "text", "text": prompts.demo_frames_intro(i, len(media))})
+            parts.extend(media)
+    parts.append({"type": "text", "text": prompts.start_frame_text()})
+    parts.append(frame)
+    parts.append({"type": "text", "text": prompts.answer_contract(action_names)})
+    return {"role": "user", "content": parts}
+
+
+def next_message(previous_action: str, frame: Part) -> Message:
+    """A later turn's user message: the move applied and the new frame's part."""
+    return {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": prompts.next_turn_text(previous_action)},
+            frame,
+            {"type": "text", "text": prompts.next_turn_reminder()},
+        ],
+    }
+
+
+def retry_message(parsed: Any, action_names: list[str]) -> Message:
+    """The user message after a reply that yielded no legal action."""
+    return {
+        "role": "user",
+        "content": [{"type": "text", "text": prompts.retry_text(parsed, action_names)}],
+    }
+
+
+def reply_message(text: str) -> Message:
+    """A reply as the history keeps it."""
+    return {"role": "assistant", "content": [{"type": "text", "text": text}]}
+
+
 # --------------------------------------------------------------------------- agent
 
 
@@ -618,14 +680,7 @@ class ProtocolAgent(Agent):
                     conflicts,
                 )
             format_retries += 1
-            pending = [
-                {
-                    "role": "user",
-                    "content": [
-                        {"type": "text", "text": prompts.retry_text(parsed, ctx.action_names)}
-                    ],
-                }
-            ]
+            pending = [retry_message(parsed, ctx.action_names)]
 
     # -- one message of a conversation that is not a game ------------------------------
     def ask(self, message: Message, media: Media | None = None) -> Exchange:
@@ -923,34 +978,25 @@ class ProtocolAgent(Agent):
         }
 
     def _first_message(self, ctx: EpisodeContext, obs: Observation) -> Message:
-        text = prompts.task_intro(ctx.task, ctx.action_names, ctx.max_steps, ctx.rules)
-        parts: list[Part] = [{"type": "text", "text": text}]
-        n = len(ctx.demos)
-        if n:
-            parts.append({"type": "text", "text": prompts.demos_intro(n)})
-        for i, demo in enumerate(ctx.demos, start=1):
-            parts.append({"type": "text", "text": prompts.demo_heading(i, n)})
+        demos: list[list[Part]] = []
+        for demo in ctx.demos:
             if self.demo_transport == "video":
-                parts.append(self._add_media(demo.mp4, "video/mp4", "video"))
+                demos.append([self._add_media(demo.mp4, "video/mp4", "video")])
             else:
-                frames = list(demo.frames_jpeg)
-                parts.append({"type": "text", "text": prompts.demo_frames_intro(i, len(frames))})
-                parts.extend(self._add_media(f, "image/jpeg", "image") for f in frames)
-        parts.append({"type": "text", "text": prompts.start_frame_text()})
-        parts.append(self._frame_part(obs.frame, obs.frame_sha256))
-        parts.append({"type": "text", "text": prompts.answer_contract(ctx.action_names)})
-        return {"role": "user", "content": parts}
+                demos.append([self._add_media(f, "image/jpeg", "image") for f in demo.frames_jpeg])
+        return first_message(
+            ctx.task,
+            ctx.action_names,
+            ctx.max_steps,
+            ctx.rules,
+            demos,
+            self.demo_transport,
+            self._frame_part(obs.frame, obs.frame_sha256),
+        )
 
     def _next_message(self, obs: Observation) -> Message:
         assert obs.previous_action is not None
-        return {
-            "role": "user",
-            "content": [
-                {"type": "text", "text": prompts.next_turn_text(obs.previous_action)},
-                self._frame_part(obs.frame, obs.frame_sha256),
-                {"type": "text", "text": prompts.next_turn_reminder()},
-            ],
-        }
+        return next_message(obs.previous_action, self._frame_part(obs.frame, obs.frame_sha256))
 
     def close(self) -> None:
         close = getattr(self._client, "close", None)

@@ -273,5 +273,8 @@ def leaderboard_build(
     """Generate leaderboard.json, leaderboard.md and a self-contained index.html."""
     from vical.submit.leaderboard import build
 
-    index = build(out, submissions)
+    skipped: list[str] = []
+    index = build(out, submissions, skipped)
+    for line in skipped:
+        console.print(f"left out: {line}", markup=False, highlight=False)
     console.print(f"leaderboard written to {index}")

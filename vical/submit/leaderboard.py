@@ -5,6 +5,15 @@ number from the replayed results (never from the bundle's own summary).
 ``build`` writes ``leaderboard.json``, ``leaderboard.md`` and a self-contained
 ``index.html`` (sortable columns, category breakdown, reference rows) plus one
 report page per submission.
+
+What is ranked: one run per task, run 0, as the protocol plays it; a bundle's
+further runs (``runs_per_task`` > 1) are summarised apart and never ranked. A
+partial bundle (tasks missing) is listed apart and never ranked beside complete
+ones, nor is a run under an ablation condition. Team, model, date and
+description cannot be proved by verification: they pass a strict schema
+(:func:`vical.submit.unpack.check_submitter`) and are shown as the team states
+them, escaped in Markdown and HTML. ``add`` and ``build`` either succeed or refuse
+one bundle (or one stored entry) with a one-line reason.
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ from vical.errors import VicalError
 from vical.paper import TABLE1_COLUMNS, TABLE1_REFERENCE
 from vical.report.table import build_report, render_markdown
 from vical.run.results import atomic_write_bytes, file_sha256
-from vical.submit.verify import DEFAULT_KEYRING, verify_bundle
+from vical.submit.verify import DEFAULT_KEYRING, VerifyError, verify_bundle
 
 SUBMISSIONS = Path("submissions")
 
@@ -40,7 +49,14 @@ def _machine_text(m: dict[str, Any] | None) -> str:
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "submission"
+    return re.sub(r"[^a-z0-9]+", "-", str(text).lower())[:40].strip("-") or "submission"
+
+
+def md_escape(text: Any) -> str:
+    """``text`` safe in a Markdown table cell: HTML escaped, Markdown punctuation and
+    ``|`` backslash-escaped, on one line."""
+    out = html.escape(" ".join(str(text).split()), quote=True)
+    return re.sub(r"([\\`*_\[\]{}()#+!|~>-])", r"\\\1", out)
 
 
 def add(
@@ -67,10 +83,27 @@ def add(
         )
     m = verdict.manifest
     sub = m["submitter"]
+    from vical.submit.unpack import check_submitter
+
+    try:
+        check_submitter(sub)
+    except VerifyError as e:
+        raise LeaderboardError(f"{bundle}: {e}") from None
     digest = file_sha256(Path(bundle))
     sid = f"{_slug(sub['team'])}--{_slug(str(sub['model']))}--{digest[:8]}"
     condition = verdict.condition
-    report = build_report(verdict.results, sid, condition=condition)
+    # the protocol's one run per task is ranked; further runs are shown apart
+    first = [r for r in verdict.results if r.run_index == 0]
+    further = [r for r in verdict.results if r.run_index > 0]
+    if not first:
+        raise LeaderboardError(f"{bundle}: no episode of run 0; nothing to rank")
+    try:
+        report = build_report(first, sid, condition=condition)
+        further_report = build_report(further, sid, condition=condition) if further else None
+    except Exception as e:  # a report that cannot be made is a refusal, never a crash
+        raise LeaderboardError(
+            f"{bundle}: cannot summarise the results ({type(e).__name__})"
+        ) from None
     entry = {
         "id": sid,
         "team": sub["team"],
@@ -78,6 +111,10 @@ def add(
         "endpoint_kind": sub["endpoint_kind"],
         "generation": sub.get("generation", {}),
         "date": sub.get("date"),
+        "description": sub.get("description"),
+        "runs_per_task": 1 + max(r.run_index for r in verdict.results),
+        "tasks": len(first),
+        "further_runs": None if further_report is None else further_report.model_dump(),
         "verified_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "verified": True,
         "partial": verdict.partial,
@@ -92,23 +129,84 @@ def add(
     return out
 
 
-def load_entries(submissions: Path = SUBMISSIONS) -> list[dict[str, Any]]:
+def entry_problem(e: Any) -> str | None:
+    """Why a stored entry cannot be shown (None when it can)."""
+    from vical.report.table import RunReport
+    from vical.submit.unpack import check_submitter
+
+    if not isinstance(e, dict):
+        return "not a JSON object"
+    for key in ("id", "signer", "bundle_sha256", "verified_at"):
+        if not isinstance(e.get(key), str) or not re.fullmatch(r"[A-Za-z0-9:+._-]{1,200}", e[key]):
+            return f"field {key!r} is missing or malformed"
+    sub = {k: e.get(k) for k in ("team", "model", "endpoint_kind", "date", "description")}
+    sub = {k: v for k, v in sub.items() if v is not None}
+    try:
+        check_submitter(sub)
+    except VerifyError as ve:
+        return str(ve)
+    try:
+        RunReport.model_validate(e.get("report"))
+        if e.get("further_runs") is not None:
+            RunReport.model_validate(e["further_runs"])
+        _all_score(e)
+    except (ValueError, TypeError, KeyError) as ex:
+        return f"report unreadable ({type(ex).__name__})"
+    if not isinstance(e.get("partial", False), bool):
+        return "field 'partial' is not a boolean"
+    cond = e.get("condition")
+    if cond is not None and not (
+        isinstance(cond, dict)
+        and cond.get("rules") in ("basic", "detailed")
+        and isinstance(cond.get("demos"), bool)
+    ):
+        return "field 'condition' is malformed"
+    return None
+
+
+def _all_score(e: dict[str, Any]) -> float:
+    score = e["report"]["columns"]["All"]["score"]
+    if score is not None and not isinstance(score, int | float):
+        raise TypeError("score")
+    return float(score or 0.0)
+
+
+def load_entries(
+    submissions: Path = SUBMISSIONS, skipped: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """The stored entries, best overall score first; an entry that cannot be shown
+    is left out, with a one-line reason appended to ``skipped``."""
     entries = []
     for p in sorted(Path(submissions).glob("*.json")):
-        entries.append(json.loads(p.read_text()))
-    entries.sort(key=lambda e: -(e["report"]["columns"]["All"]["score"] or 0.0))
+        try:
+            e = json.loads(p.read_bytes())
+        except (OSError, ValueError, RecursionError) as ex:
+            problem: str | None = f"unreadable ({type(ex).__name__})"
+        else:
+            problem = entry_problem(e)
+        if problem:
+            if skipped is not None:
+                skipped.append(f"{p.name}: {problem}"[:300])
+            continue
+        entries.append(e)
+    entries.sort(key=lambda e: -_all_score(e))
     return entries
 
 
 BASE_CONDITION = {"rules": "basic", "demos": True}
 
 
+def is_ablation(entry: dict[str, Any]) -> bool:
+    """Whether an entry ran under another condition than the paper's default (basic
+    rules with the demonstration videos, Table 5's baseline). Entries made before
+    conditions were recorded played the default one."""
+    return (entry.get("condition") or BASE_CONDITION) != BASE_CONDITION
+
+
 def is_ranked(entry: dict[str, Any]) -> bool:
-    """Whether an entry competes: only runs under the paper's default condition (basic
-    rules with the demonstration videos, Table 5's baseline) are ranked; the other three
-    cells of Table 5 are ablations. Entries made before conditions were recorded played
-    the default one."""
-    return (entry.get("condition") or BASE_CONDITION) == BASE_CONDITION
+    """Whether an entry competes: a complete bundle (every task) under the paper's
+    default condition; partial bundles and ablations are listed apart."""
+    return not is_ablation(entry) and not entry.get("partial", False)
 
 
 def condition_label(condition: dict[str, Any] | None) -> str:
@@ -128,20 +226,22 @@ def _span(iv: dict[str, Any] | None, d: int = 1) -> str:
     return "–" if iv is None else f"[{iv['low']:.{d}f}, {iv['high']:.{d}f}]"
 
 
-def _rows(entries: list[dict[str, Any]], references: bool = True) -> list[dict[str, Any]]:
+def _rows(
+    entries: list[dict[str, Any]], references: bool = True, report: str = "report"
+) -> list[dict[str, Any]]:
     rows = []
     for e in entries:
-        cols = e["report"]["columns"]
+        cols = e[report]["columns"]
         rows.append(
             {
                 "name": f"{e['model']} ({e['team']})",
                 "id": e["id"],
-                "date": e.get("date") or "",
+                "date": str(e.get("date") or ""),
                 "verified": e.get("verified", False),
                 "partial": e.get("partial", False),
                 "reference": False,
                 "cells": [(cols[c]["score"], cols[c]["pass_rate"]) for c in TABLE1_COLUMNS],
-                "interval": _all_interval(e),
+                "interval": _all_interval(e) if report == "report" else None,
                 "condition": condition_label(e.get("condition")),
             }
         )
@@ -244,10 +344,26 @@ def _html_table(table_id: str, rows: list[dict[str, Any]], condition: bool = Fal
 
 def render_html(entries: list[dict[str, Any]]) -> str:
     ranked = [e for e in entries if is_ranked(e)]
-    ablations = [e for e in entries if not is_ranked(e)]
+    ablations = [e for e in entries if is_ablation(e)]
+    partial = [e for e in entries if not is_ablation(e) and e.get("partial")]
+    further = [e for e in entries if e.get("further_runs")]
     extra = ""
+    if partial:
+        extra += (
+            "<h2>Partial submissions (not ranked)</h2>"
+            "<p>Bundles that leave out some tasks: verified on the tasks they hold, never "
+            "ranked beside complete ones.</p>"
+            + _html_table("partial", _rows(partial, references=False))
+        )
+    if further:
+        extra += (
+            "<h2>Further runs (not ranked)</h2>"
+            "<p>The ranking uses one run per task (run 0), as the protocol plays it; these "
+            "are the same submissions' other runs.</p>"
+            + _html_table("further", _rows(further, references=False, report="further_runs"))
+        )
     if ablations:
-        extra = (
+        extra += (
             "<h2>Ablation runs (not ranked)</h2>"
             "<p>Runs under another condition of the paper's ablation (Table 5): detailed "
             "rules and/or no demonstration video. They are verified like any run but not "
@@ -284,10 +400,16 @@ def _report_page(entry: dict[str, Any], viewer: str | None = None) -> str:
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(entry['id'])}</title>"
         f"<style>{PAGE_CSS}</style></head><body><h1>{esc(str(entry['model']))} "
-        f"({esc(entry['team'])})</h1><p>bundle sha256 {esc(entry['bundle_sha256'])}, signer "
+        f"({esc(entry['team'])})</h1>"
+        + (
+            f"<p>{esc(entry['description'])} (as stated by the team)</p>"
+            if entry.get("description")
+            else ""
+        )
+        + f"<p>bundle sha256 {esc(entry['bundle_sha256'])}, signer "
         f"{esc(entry['signer'])}, verified {esc(entry['verified_at'])}; condition: "
         f"{esc(condition_label(entry.get('condition')))}"
-        f"{'' if is_ranked(entry) else ' (an ablation, not ranked)'}</p>"
+        f"{' (an ablation, not ranked)' if is_ablation(entry) else ''}{' (partial, not ranked)' if entry.get('partial') else ''}</p>"
         "<table><tr><th class='name'>Environment</th><th>S</th><th>P%</th><th>tasks</th></tr>"
         f"{rows}</table><pre>{esc(md)}</pre>"
         + (f"<p><a href='{esc(viewer)}'>Every episode in the viewer</a></p>" if viewer else "")
@@ -307,10 +429,12 @@ def _markdown_rows(rows: list[dict[str, Any]], condition: bool = False) -> list[
     lines = [head, rule]
     for r in rows:
         cells = " | ".join(f"{_num(s)} | {_num(p, 0)}" for s, p in r["cells"])
-        name = f"*{r['name']}*" if r["reference"] else r["name"]
-        cond = f" {r['condition']} |" if condition else ""
+        name = f"*{md_escape(r['name'])}*" if r["reference"] else md_escape(r["name"])
+        if r["partial"]:
+            name += " (partial)"
+        cond = f" {md_escape(r['condition'])} |" if condition else ""
         lines.append(
-            f"| {name} | {r['date'][:10]} | {'yes' if r['verified'] else ''} | "
+            f"| {name} | {md_escape(r['date'][:10])} | {'yes' if r['verified'] else ''} | "
             f"{_span(r['interval'])} |{cond} {cells} |"
         )
     return lines
@@ -319,7 +443,29 @@ def _markdown_rows(rows: list[dict[str, Any]], condition: bool = False) -> list[
 def render_markdown_board(entries: list[dict[str, Any]]) -> str:
     lines = ["# V-ICAL leaderboard", ""]
     lines += _markdown_rows(_rows([e for e in entries if is_ranked(e)]))
-    ablations = [e for e in entries if not is_ranked(e)]
+    partial = [e for e in entries if not is_ablation(e) and e.get("partial")]
+    if partial:
+        lines += [
+            "",
+            "## Partial submissions (not ranked)",
+            "",
+            "Bundles that leave out some tasks: verified on the tasks they hold, never "
+            "ranked beside complete ones.",
+            "",
+            *_markdown_rows(_rows(partial, references=False)),
+        ]
+    further = [e for e in entries if e.get("further_runs")]
+    if further:
+        lines += [
+            "",
+            "## Further runs (not ranked)",
+            "",
+            "The ranking uses one run per task (run 0), as the protocol plays it; these "
+            "are the same submissions' other runs.",
+            "",
+            *_markdown_rows(_rows(further, references=False, report="further_runs")),
+        ]
+    ablations = [e for e in entries if is_ablation(e)]
     if ablations:
         lines += [
             "",
@@ -333,10 +479,11 @@ def render_markdown_board(entries: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build(out: Path, submissions: Path = SUBMISSIONS) -> Path:
-    """Write the static site; returns the path of index.html."""
+def build(out: Path, submissions: Path = SUBMISSIONS, skipped: list[str] | None = None) -> Path:
+    """Write the static site; returns the path of index.html. An entry that cannot be
+    shown is left out with a one-line reason appended to ``skipped``."""
     out = Path(out)
-    entries = load_entries(submissions)
+    entries = load_entries(submissions, skipped)
     atomic_write_bytes(
         out / "leaderboard.json", (json.dumps({"entries": entries}, indent=2) + "\n").encode()
     )

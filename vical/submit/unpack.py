@@ -79,6 +79,11 @@ _MANIFEST_FIELDS: dict[str, type | tuple[type, ...]] = {
     "summary": dict,
 }
 _SUBMITTER_FIELDS = ("team", "model", "endpoint_kind")
+# what verify cannot prove, shown on the leaderboard as the team states it: a strict
+# schema (type, length in characters, no control/format characters) for each field
+SUBMITTER_LIMITS = {"team": 80, "model": 120, "endpoint_kind": 64, "date": 40, "description": 500}
+MAX_GENERATION_BYTES = 16 * 1024  # the generation settings, as canonical JSON
+MAX_MANIFEST_DEPTH = 32
 
 
 class VerifyError(VicalError, ValueError):
@@ -483,9 +488,7 @@ def _check_fields(manifest: dict[str, Any]) -> dict[str, FileEntry]:
             )
     if not all(isinstance(t, str) for t in manifest["missing_tasks"]):
         raise VerifyError("manifest", "field 'missing_tasks' must list task ids (strings)")
-    for key in _SUBMITTER_FIELDS:
-        if not isinstance(manifest["submitter"].get(key), str):
-            raise VerifyError("manifest", f"field 'submitter.{key}' is missing or not a string")
+    check_submitter(manifest["submitter"])
     listed = manifest.get("files")
     if not isinstance(listed, dict) or not listed:
         raise VerifyError("manifest", "field 'files' must be a non-empty JSON object")
@@ -514,6 +517,84 @@ def _check_fields(manifest: dict[str, Any]) -> dict[str, FileEntry]:
     return files
 
 
+def _label_problem(value: Any, limit: int) -> str | None:
+    """Why ``value`` cannot be shown as a label (None when it can)."""
+    import unicodedata
+
+    if not isinstance(value, str):
+        return f"is not a string ({type(value).__name__})"
+    if not value.strip():
+        return "is empty"
+    if len(value) > limit:
+        return f"is longer than {limit} characters"
+    if value != value.strip():
+        return "starts or ends with white space"
+    for c in value:
+        cat = unicodedata.category(c)
+        if cat in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+            return f"contains character U+{ord(c):04X} ({cat})"
+    return None
+
+
+def check_submitter(sub: dict[str, Any]) -> None:
+    """The submitter's labels pass a strict schema, or :class:`VerifyError`.
+
+    ``team``, ``model``, ``endpoint_kind`` (required), ``date`` (an ISO 8601 date or
+    time) and ``description`` (optional) are strings of printable characters within
+    :data:`SUBMITTER_LIMITS`; ``generation`` (optional) is a JSON object of at most
+    :data:`MAX_GENERATION_BYTES`. Nothing else.
+    """
+    from datetime import datetime
+
+    extra = sorted(str(k) for k in sub if k not in (*SUBMITTER_LIMITS, "generation"))
+    if extra:
+        raise VerifyError("manifest", f"unknown field 'submitter.{extra[0][:40]}'")
+    for key, limit in SUBMITTER_LIMITS.items():
+        if key not in sub and key not in _SUBMITTER_FIELDS:
+            continue
+        if key not in sub:
+            raise VerifyError("manifest", f"field 'submitter.{key}' is missing")
+        problem = _label_problem(sub[key], limit)
+        if problem:
+            raise VerifyError("manifest", f"field 'submitter.{key}' {problem}")
+    if "date" in sub:
+        try:
+            datetime.fromisoformat(sub["date"])
+        except ValueError:
+            raise VerifyError(
+                "manifest", "field 'submitter.date' is not an ISO 8601 date"
+            ) from None
+    if "generation" in sub:
+        gen = sub["generation"]
+        if not isinstance(gen, dict):
+            raise VerifyError("manifest", "field 'submitter.generation' is not a JSON object")
+        try:
+            size = len(json.dumps(gen, sort_keys=True, allow_nan=False))
+        except (ValueError, RecursionError):
+            raise VerifyError(
+                "manifest", "field 'submitter.generation' is not plain JSON"
+            ) from None
+        if size > MAX_GENERATION_BYTES:
+            raise VerifyError(
+                "manifest",
+                f"field 'submitter.generation' is larger than {MAX_GENERATION_BYTES} bytes",
+            )
+
+
+def _manifest_depth_ok(value: Any) -> bool:
+    """Whether a parsed manifest nests at most MAX_MANIFEST_DEPTH deep."""
+    stack = [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if d > MAX_MANIFEST_DEPTH:
+            return False
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+    return True
+
+
 def read_signed_manifest(f: BinaryIO, trusted: dict[str, Any]) -> SignedManifest:
     """Read, parse and authenticate the manifest of the open bundle ``f``; write nothing."""
     mbytes, sbytes = _read_manifest_pair(f)
@@ -529,6 +610,8 @@ def read_signed_manifest(f: BinaryIO, trusted: dict[str, Any]) -> SignedManifest
         raise VerifyError("manifest", f"unknown bundle format {str(fmt)[:40]!r}")
     sig = _json_object(sbytes, "manifest.sig")
     signer = _check_signature(mbytes, sig, trusted)
+    if not _manifest_depth_ok(manifest):
+        raise VerifyError("manifest", f"manifest.json nests deeper than {MAX_MANIFEST_DEPTH}")
     files = _check_fields(manifest)
     return SignedManifest(manifest, mbytes, signer, files)
 
@@ -637,6 +720,78 @@ def extract_signed(f: BinaryIO, dest: Path, signed: SignedManifest) -> Path:
     return Path(dest) / TOP
 
 
+# -- bounded disk ----------------------------------------------------------------------
+# The signed manifest declares every member's size; a run bundle's member is refused at
+# the manifest, before anything is written, when it is not a file replay or the request
+# check reads, or when it declares more than its episode can produce:
+MAX_RUN_MANIFEST = 1024**2
+RESULT_BASE, RESULT_PER_STEP = 256 * 1024, 1024  # eval_result.json: ids, actions, hashes
+LOG_BASE, LOG_PER_DECISION = 4 * 1024**2, 8 * 1024**2  # every retry at the reply cap
+MAX_IMAGE = 8 * 1024**2  # one JPEG frame (a raw frame is < 3 MB)
+MAX_VIDEO = 64 * 1024**2  # one demonstration MP4
+MEDIA_BASE = 4 * (MAX_VIDEO + 400 * MAX_IMAGE)  # up to four demonstrations
+# and the whole unpack may write at most this multiple of the bundle file's size (gzip
+# of vical's JSON and JPEG is 2-15x; a bomb is far beyond), with a floor for tiny bundles
+EXPANSION_RATIO = 64
+EXPANSION_FLOOR = 64 * 1024**2
+_EPISODE_FILE = re.compile(
+    r"run/episodes/([^/]+)/(eval_result\.json|log\.jsonl|media/[0-9a-f]{64}\.(jpg|png|mp4|bin))"
+)
+
+
+def write_budget(bundle_size: int) -> int:
+    """The most bytes an unpack may write for a bundle file of ``bundle_size`` bytes."""
+    return max(EXPANSION_FLOOR, EXPANSION_RATIO * bundle_size)
+
+
+def check_sizes(signed: SignedManifest, bundle_size: int) -> None:
+    """Refuse, before extracting, members no episode can produce (see the caps above)."""
+    from vical.outcomes import episode_name
+    from vical.spec import all_tasks
+
+    total = signed.total_bytes
+    if total > write_budget(bundle_size):
+        raise VerifyError(
+            "manifest",
+            f"the manifest declares {total} bytes, more than {EXPANSION_RATIO}x the "
+            f"{bundle_size}-byte bundle: refusing",
+        )
+    if signed.manifest.get("kind") == "wm":
+        return
+    budgets = {episode_name(t.id, 0).rsplit("__r", 1)[0]: t.max_steps for t in all_tasks()}
+    media: dict[str, int] = {}
+    for rel, entry in signed.files.items():
+        if rel == "run/manifest.json":
+            cap = MAX_RUN_MANIFEST
+        else:
+            m = _EPISODE_FILE.fullmatch(rel)
+            if m is None:
+                raise VerifyError("manifest", f"{rel!r} is not a file verification reads")
+            folder, name = m.group(1), m.group(2)
+            task, _, run = folder.rpartition("__r")
+            steps = budgets.get(task)
+            if steps is None or not run.isdigit():
+                raise VerifyError(
+                    "manifest", f"{rel!r}: {folder!r} is not an episode of this task data"
+                )
+            if name == "eval_result.json":
+                cap = RESULT_BASE + RESULT_PER_STEP * (steps + 1)
+            elif name == "log.jsonl":
+                cap = LOG_BASE + LOG_PER_DECISION * (steps + 1)
+            else:
+                cap = MAX_VIDEO if name.endswith(".mp4") else MAX_IMAGE
+                media[folder] = media.get(folder, 0) + entry.size
+                if media[folder] > MEDIA_BASE + MAX_IMAGE * (steps + 1):
+                    raise VerifyError(
+                        "manifest", f"{folder}: media larger than the episode can produce"
+                    )
+        if entry.size > cap:
+            raise VerifyError(
+                "manifest",
+                f"{rel!r} declares {entry.size} bytes, more than such a file can hold ({cap})",
+            )
+
+
 def unpack_bundle(
     bundle: Path, dest: Path, trusted: dict[str, Any]
 ) -> tuple[Path, dict[str, Any], str]:
@@ -648,6 +803,7 @@ def unpack_bundle(
     """
     with open_bundle(Path(bundle)) as f:
         signed = read_signed_manifest(f, trusted)
+        check_sizes(signed, os.fstat(f.fileno()).st_size)
         root = extract_signed(f, dest, signed)
     return root, signed.manifest, signed.signer
 

@@ -42,8 +42,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from vical.outcomes import (
     AGENT_FAILURES,
     INFRASTRUCTURE_FAILURES,
@@ -53,8 +51,9 @@ from vical.outcomes import (
 )
 from vical.run.results import EvalResult, RunManifest
 from vical.run.shard import Shard, select_results
-from vical.spec import TaskSpec, all_tasks, tasks_digest
+from vical.spec import all_tasks, tasks_digest
 from vical.submit.keys import key_id, load_public
+from vical.submit.logcheck import check_log
 from vical.submit.unpack import VerifyError as VerifyError  # re-exported: what verify raises
 from vical.submit.unpack import safe_extract as safe_extract  # re-exported for tools and tests
 from vical.submit.unpack import unpack_bundle
@@ -108,78 +107,21 @@ def load_keyring(pubkeys: list[Path] | None, keyring: Path | None) -> dict[str, 
 # -- 3-5. schema, dataset version, coverage, consistency ----------------------
 # what only the agent can end an episode with (infrastructure failures are not results)
 AGENT_ENDINGS = AGENT_FAILURES - INFRASTRUCTURE_FAILURES
-MAX_LOG_LINE = 1 << 20  # a longer log line is not something vical writes
 
 
-def _log_facts(path: Path, rel: str) -> tuple[str | None, list[Any], list[dict[str, Any]]]:
-    """(task named by the start record, actions of the step records, agent settings
-    of every agent_session record) of one ``log.jsonl``."""
-    task: str | None = None
-    actions: list[Any] = []  # as logged, strings or not: compared with the result's below
-    sessions: list[dict[str, Any]] = []
-    with open(path, "rb") as f:
-        for n, raw in enumerate(f, start=1):
-            if len(raw) > MAX_LOG_LINE:
-                raise VerifyError("log", f"{rel}: line {n} is longer than {MAX_LOG_LINE} bytes")
-            try:
-                rec = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                raise VerifyError("log", f"{rel}: line {n} is not JSON") from None
-            if not isinstance(rec, dict):
-                raise VerifyError("log", f"{rel}: line {n} is not a JSON object")
-            kind = rec.get("type")
-            if kind == "start":
-                task = rec.get("task") if isinstance(rec.get("task"), str) else None
-            elif kind == "step":
-                actions.append(rec.get("action"))
-            elif kind == "agent_session":
-                settings = rec.get("settings")
-                if not isinstance(settings, dict):
-                    raise VerifyError("log", f"{rel}: line {n}: agent_session without settings")
-                sessions.append(settings)
-    return task, actions, sessions
-
-
-def _condition_problem(path: Path, task: TaskSpec, run: RunManifest) -> str | None:
-    """Why an episode's log contradicts the run's ablation condition (None when it does not).
-
-    The condition is what the model was shown: the rules text (``--rules``) and the
-    demonstrations (``--demos``). Every agent session must name the run's rules and,
-    without demonstrations, list none; the first request's opening text must hold the
-    task's basic rules, and its detailed rules exactly when the run says detailed.
-    Agents that send no requests (the random reference) have no prompt to check.
-    """
-    detailed = " ".join(task.env.rules.detailed.split())
-    basic = " ".join(task.env.rules.basic.split())
-    with open(path, "rb") as f:
-        for raw in f:
-            rec = json.loads(raw)
-            kind = rec.get("type")
-            if kind == "agent_session":
-                rules = rec.get("rules", "basic")  # logs from before --rules: basic
-                if rules != run.rules:
-                    return f"an agent session ran with {rules} rules, the run declares {run.rules}"
-                if not run.demos and rec.get("demos"):
-                    return "an agent session was shown demonstrations in a --no-demos run"
-            elif kind == "request":
-                texts = [
-                    str(part.get("text", ""))
-                    for msg in (rec.get("append") or [])[:1]
-                    if isinstance(msg, dict)
-                    for part in (msg.get("content") or [])
-                    if isinstance(part, dict) and part.get("type") == "text"
-                ]
-                opening = " ".join(" ".join(texts).split())
-                if basic not in opening:
-                    return "the first request does not carry the task's basic rules"
-                if (detailed in opening) != (run.rules == "detailed"):
-                    shown = "carries" if detailed in opening else "lacks"
-                    return (
-                        f"the first request {shown} the detailed rules, but the run declares "
-                        f"{run.rules} rules"
-                    )
-                return None  # only the first request holds the rules
-    return None
+def read_run_manifest(root: Path) -> RunManifest:
+    """The bundle's run manifest, within the bounds any honest run has."""
+    try:
+        run = RunManifest.model_validate_json((root / "run" / "manifest.json").read_bytes())
+    except (OSError, ValueError, RecursionError) as e:  # ValidationError, bad UTF-8
+        raise VerifyError("schema", f"run/manifest.json: {_first_line(e)}") from None
+    if not 1 <= run.runs_per_task <= MAX_RUNS_PER_TASK:
+        raise VerifyError(
+            "schema",
+            f"run/manifest.json: runs_per_task {str(run.runs_per_task)[:20]} is not "
+            f"between 1 and {MAX_RUNS_PER_TASK}",
+        )
+    return run
 
 
 def _result_settings(settings: dict[str, Any]) -> dict[str, Any]:
@@ -189,19 +131,25 @@ def _result_settings(settings: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in settings.items() if k not in NON_RESULT_SETTINGS}
 
 
-def check_contents(root: Path, manifest: dict[str, Any]) -> list[EvalResult]:
+MAX_RUNS_PER_TASK = 100  # more runs of one task than any protocol asks for
+
+
+def check_contents(
+    root: Path, manifest: dict[str, Any], jpegs: dict[str, dict[int, str]] | None = None
+) -> list[EvalResult]:
     """Schema, task-data version, coverage and consistency of the run files.
 
     Nothing the submitter wrote is taken on trust: every episode needs its log,
     the log's actions must be the result's, the tags, budget and ids must be
     this task data's, every episode must come from the run's agent with the
     run's result-changing settings, and each task present must have exactly
-    the runs the run manifest declares (runs 0..R-1).
+    the runs the run manifest declares (runs 0..R-1). Every log is checked record
+    by record and its requests rebuilt (:func:`vical.submit.logcheck.check_log`);
+    ``jpegs``, when given, receives each episode's frame JPEG digests by step, for
+    the replay to check.
     """
-    try:
-        run = RunManifest.model_validate_json((root / "run" / "manifest.json").read_bytes())
-    except (OSError, ValidationError, UnicodeDecodeError) as e:
-        raise VerifyError("schema", f"run/manifest.json: {_first_line(e)}") from None
+    jpegs = {} if jpegs is None else jpegs
+    run = read_run_manifest(root)
     if run.shard is not None:
         raise VerifyError(
             "coverage",
@@ -227,7 +175,7 @@ def check_contents(root: Path, manifest: dict[str, Any]) -> list[EvalResult]:
             raise VerifyError("schema", f"{rel}: no eval_result.json")
         try:
             r = EvalResult.model_validate_json(rpath.read_bytes())
-        except (ValidationError, UnicodeDecodeError) as e:
+        except (ValueError, RecursionError) as e:  # ValidationError, bad UTF-8
             raise VerifyError("schema", f"{rel}/eval_result.json: {_first_line(e)}") from None
         expected = episode_name(f"{r.env}/{r.variant}", r.run_index)
         if folder.name != expected or r.task_id != f"{r.env}/{r.variant}":
@@ -261,32 +209,21 @@ def check_contents(root: Path, manifest: dict[str, Any]) -> list[EvalResult]:
             )
         if not lpath.is_file():
             raise VerifyError("log", f"{rel}: no log.jsonl (every episode must carry its log)")
-        log_task, log_actions, sessions = _log_facts(lpath, f"{rel}/log.jsonl")
-        if log_task != r.task_id:
-            raise VerifyError("log", f"{rel}/log.jsonl: starts task {log_task!r}, not {r.task_id}")
-        if log_actions != r.actions:
+        facts = check_log(folder, rel, task, run, r, wanted, _result_settings)
+        if facts.actions != r.actions:
             first = next(
-                (i for i, (a, b) in enumerate(zip(log_actions, r.actions, strict=False)) if a != b),
-                min(len(log_actions), len(r.actions)),
+                (
+                    i
+                    for i, (a, b) in enumerate(zip(facts.actions, r.actions, strict=False))
+                    if a != b
+                ),
+                min(len(facts.actions), len(r.actions)),
             )
             raise VerifyError(
                 "log",
                 f"{rel}: the log's actions differ from eval_result.json's from step {first + 1}",
             )
-        condition = _condition_problem(lpath, task, run)
-        if condition:
-            raise VerifyError("consistency", f"{rel}/log.jsonl: {condition}")
-        for settings in sessions:
-            if _result_settings(settings) != wanted:
-                keys = sorted(
-                    k
-                    for k in set(_result_settings(settings)) | set(wanted)
-                    if _result_settings(settings).get(k) != wanted.get(k)
-                )
-                raise VerifyError(
-                    "consistency",
-                    f"{rel}/log.jsonl: agent settings differ from the run's ({', '.join(keys)})",
-                )
+        jpegs[episode_name(r.task_id, r.run_index)] = facts.frame_jpegs
         results.append(r)
     short = short_tasks(results, run.runs_per_task)
     if short:
@@ -315,14 +252,19 @@ def _first_line(e: BaseException) -> str:
 
 
 # -- 6. replay ---------------------------------------------------------------
-def replay_one(result_json: str, starts: str = "replayed") -> tuple[str, list[str], dict[str, Any]]:
+def replay_one(
+    result_json: str, starts: str = "replayed", jpegs: dict[int, str] | None = None
+) -> tuple[str, list[str], dict[str, Any]]:
     """Replay one episode's actions.
 
     Returns (episode name, problems, what the simulator says: score, passed,
     outcome, failure_mode, steps, frame_hashes). Only that third part, with
     this vical's task data, reaches the leaderboard. ``starts`` is how the
     environment reaches its start state (:func:`vical.envs.make_env`); the
-    default replays it, the slow path that needs no snapshot at all.
+    default replays it, the slow path that needs no snapshot at all. ``jpegs``: the
+    sha256 of the JPEG each logged request showed for the frame of a step
+    (:func:`vical.submit.logcheck.check_log`); each must be the protocol's JPEG of
+    the replayed frame.
     """
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     from vical.envs import make_env
@@ -332,19 +274,36 @@ def replay_one(result_json: str, starts: str = "replayed") -> tuple[str, list[st
     name = episode_name(r.task_id, r.run_index)
     problems = []
     env = make_env(r.task_id, starts=starts)
+    jpegs = jpegs or {}
+    shown: list[str] = []
+
+    def check_jpeg(step: int, frame: Any) -> None:
+        want = jpegs.get(step)
+        if want is not None and not shown:
+            from vical.agent.protocol import encode_jpeg, sha256_hex
+
+            if sha256_hex(encode_jpeg(frame)) != want:
+                shown.append(f"the request of step {step} showed another frame than the replay's")
+
     try:
-        hashes = [frame_sha256(env.reset())]
+        start_frame = env.reset()
+        hashes = [frame_sha256(start_frame)]
+        check_jpeg(0, start_frame)
         played = 0
         for i, a in enumerate(r.actions):
             if env.done:
                 problems.append(f"episode ended before logged action {i + 1}")
                 break
             try:
-                hashes.append(env.step(a).frame_sha256)
+                s = env.step(a)
+                hashes.append(s.frame_sha256)
+                if i + 1 in jpegs:
+                    check_jpeg(i + 1, s.frame)
             except ValueError as e:
                 problems.append(f"action {i + 1} {a!r} rejected: {e}")
                 break
             played += 1
+        problems += shown
         if hashes != r.frame_hashes:
             first = next(
                 (i for i, (x, y) in enumerate(zip(hashes, r.frame_hashes, strict=False)) if x != y),
@@ -409,7 +368,7 @@ def verified_result(claimed: EvalResult, facts: dict[str, Any]) -> EvalResult:
 _Replayed = tuple[int, str, list[str], dict[str, Any]]
 
 
-def _replay_task(job: list[tuple[int, str]]) -> list[_Replayed]:
+def _replay_task(job: list[tuple[Any, ...]]) -> list[_Replayed]:
     """Replay the numbered episodes of one task, in one process and one simulator.
 
     The task's start state is saved at its first reset and restored for the
@@ -419,10 +378,11 @@ def _replay_task(job: list[tuple[int, str]]) -> list[_Replayed]:
     replayed start per task; a mismatch costs one more, never a wrong verdict.
     """
     out = []
-    for index, result_json in job:
-        name, problems, facts = replay_one(result_json, starts="trusted")
+    for index, result_json, *rest in job:
+        jpegs = rest[0] if rest else None
+        name, problems, facts = replay_one(result_json, starts="trusted", jpegs=jpegs)
         if problems:
-            name, problems, facts = replay_one(result_json, starts="replayed")
+            name, problems, facts = replay_one(result_json, starts="replayed", jpegs=jpegs)
         out.append((index, name, problems, facts))
     return out
 
@@ -467,10 +427,11 @@ def verify_bundle(
                     "this is a world-model bundle: verify it with `vical wm verify BUNDLE`",
                 )
             return verify_wm(root, manifest, signer, wm_cases, Path(tmp) / "wm-cases")
-        results = check_contents(root, manifest)
+        jpegs: dict[str, dict[int, str]] = {}
+        results = check_contents(root, manifest, jpegs)
         if shard is not None:
             results = select_results(results, shard)
-        run = RunManifest.model_validate_json((root / "run" / "manifest.json").read_bytes())
+        run = read_run_manifest(root)
         condition = {"rules": run.rules, "demos": run.demos}
         declared = manifest.get("condition")
         if declared is not None and declared != condition:
@@ -479,12 +440,13 @@ def verify_bundle(
                 f"the bundle declares condition {declared}, its run manifest {condition}",
             )
         payloads = [r.model_dump_json() for r in results]
+        frame_jpegs = [jpegs.get(episode_name(r.task_id, r.run_index), {}) for r in results]
     names = [episode_name(r.task_id, r.run_index) for r in results]
     found: dict[int, EpisodeVerdict] = {}
     # one job per task (its episodes in bundle order), tasks in order of first appearance
-    by_task: dict[str, list[tuple[int, str]]] = {}
+    by_task: dict[str, list[tuple[int, str, dict[int, str]]]] = {}
     for index, (r, payload) in enumerate(zip(results, payloads, strict=True)):
-        by_task.setdefault(r.task_id, []).append((index, payload))
+        by_task.setdefault(r.task_id, []).append((index, payload, frame_jpegs[index]))
     workers = max(1, min(workers or os.cpu_count() or 1, len(by_task) or 1))
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -495,13 +457,13 @@ def verify_bundle(
     verified: dict[int, EvalResult] = {}
 
     def on_result(
-        job: list[tuple[int, str]],
+        job: list[tuple[int, str, dict[int, str]]],
         value: list[_Replayed] | None,
         error: BaseException | None,
     ) -> bool:
         if error is not None:
             problems = [f"replay crashed: {type(error).__name__}: {error}"]
-            for index, _ in job:
+            for index, *_ in job:
                 found[index] = EpisodeVerdict(names[index], False, problems)
         else:
             assert value is not None

@@ -1,4 +1,8 @@
-"""BattleZone demo clips: the first enemy destroyed ends the episode with Victory.
+"""BattleZone demo clips: the first enemy destroyed, with the life kept to the clip's end.
+
+A task passes with a hit and the life kept to its budget (the paper's "first-hit
+timing with survival"); a clip's budget is its own length, so a clip that hits and
+survives to its last decision replays to Victory.
 
 The expert is the group's life-safe beam search (see :mod:`vical.authoring.recipes._ale`)
 with a wider beam (16): the reward is sparse, one hit, and a width-8 beam often
@@ -14,7 +18,7 @@ from vical.envs.ale_games.battlezone import WALK_ACTIONS
 
 RECIPE = beam_recipe(
     WALK_ACTIONS,
-    # (extra skipped frames, warm-up decisions, clip decisions); the clip ends at the first hit
+    # (extra skipped frames, warm-up decisions, clip decisions); the clip stops soon after the hit
     wins=((7, 0, 30), (7, 6, 30), (30, 12, 30), (60, 4, 30)),
     fail_action="NOOP",
     fail_start=(9, 0),

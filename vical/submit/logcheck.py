@@ -1,0 +1,557 @@
+"""Every record of an episode's log, and every request rebuilt rather than read.
+
+An episode's ``log.jsonl`` is the protocol's transcript. :func:`check_log` walks
+it record by record as the episode runner and the agent wrote it (``start``;
+per decision ``agent_session`` first, ``request``, ``api_error``, ``response``,
+``decision``; then ``step`` or ``agent_failure``; ``end`` last) and refuses a
+log that lacks any record, holds one out of place, or holds one more, naming
+the episode and the record.
+
+For a backend that speaks the request protocol
+(:class:`vical.agent.protocol.ProtocolAgent`) every user message is rebuilt from
+this vical's task data, the run's declared condition (rules text, whether
+demonstrations were shown, the backend's demonstration transport) and the
+logged replies, with the protocol's own pure builders
+(:func:`vical.agent.protocol.first_message` and the others); the logged
+``append`` of every request must equal the rebuilt messages exactly, and the
+request body rendered from them with the backend's own renderer must have the
+logged ``request_sha256``. Each reply is parsed again: the parse, the retries and
+the decision must be what the protocol makes of that reply. So a relabelled
+condition (demonstrations claimed but never shown, or shown in a ``--no-demos``
+run; basic rules declared detailed or the reverse) fails unless every request
+of every episode was forged to match.
+
+What is taken from the log: the replies (the model's words) and the sha256 of
+each live frame's JPEG; the latter is checked against the replayed frame in the
+replay stage (:func:`vical.submit.verify.replay_one`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vical.submit.unpack import VerifyError
+
+MAX_LOG_LINE = 1 << 20  # a longer log line is not something vical writes
+MAX_LOG_DEPTH = 64  # JSON nesting deeper than this is not something vical writes
+_HEX64 = re.compile(r"[0-9a-f]{64}\Z")
+_MIME_EXT = {"image/jpeg": "jpg", "image/png": "png", "video/mp4": "mp4"}
+
+
+@dataclass
+class LogFacts:
+    """What a checked log says: the task, the actions, each agent session's settings,
+    and the sha256 of the JPEG sent for each decision's frame (by step)."""
+
+    task: str | None
+    actions: list[Any]
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    frame_jpegs: dict[int, str] = field(default_factory=dict)
+
+
+def _depth_ok(raw: bytes) -> bool:
+    """Whether a JSON line nests at most MAX_LOG_DEPTH deep (brackets outside strings)."""
+    if raw.count(b"[") + raw.count(b"{") <= MAX_LOG_DEPTH:
+        return True
+    depth = 0
+    in_str = esc = False
+    for b in raw:
+        if in_str:
+            if esc:
+                esc = False
+            elif b == 0x5C:
+                esc = True
+            elif b == 0x22:
+                in_str = False
+        elif b == 0x22:
+            in_str = True
+        elif b in (0x5B, 0x7B):
+            depth += 1
+            if depth > MAX_LOG_DEPTH:
+                return False
+        elif b in (0x5D, 0x7D):
+            depth -= 1
+    return True
+
+
+def read_log(path: Path, rel: str) -> list[dict[str, Any]]:
+    """The records of one ``log.jsonl``, each a JSON object with a string ``type``."""
+    records: list[dict[str, Any]] = []
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, start=1):
+            if len(raw) > MAX_LOG_LINE:
+                raise VerifyError("log", f"{rel}: line {n} is longer than {MAX_LOG_LINE} bytes")
+            if not _depth_ok(raw):
+                raise VerifyError("log", f"{rel}: line {n} nests deeper than {MAX_LOG_DEPTH}")
+            try:
+                rec = json.loads(raw)
+            except (ValueError, RecursionError):  # JSONDecodeError and bad UTF-8 included
+                raise VerifyError("log", f"{rel}: line {n} is not JSON") from None
+            if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
+                raise VerifyError(
+                    "log", f"{rel}: line {n} is not a record (a JSON object with a type)"
+                )
+            rec["_line"] = n
+            records.append(rec)
+    return records
+
+
+class _Cursor:
+    """The log's records read in order, each expected by name."""
+
+    def __init__(self, records: list[dict[str, Any]], rel: str):
+        self.records = records
+        self.i = 0
+        self.rel = rel
+
+    def peek(self) -> str | None:
+        return self.records[self.i]["type"] if self.i < len(self.records) else None
+
+    def take(self, kind: str, where: str) -> dict[str, Any]:
+        if self.i >= len(self.records):
+            raise VerifyError("log", f"{self.rel}: missing {kind} record {where} (the log ends)")
+        rec = self.records[self.i]
+        if rec["type"] != kind:
+            raise VerifyError(
+                "log",
+                f"{self.rel}: missing {kind} record {where}: line {rec['_line']} is a "
+                f"{str(rec['type'])[:40]!r} record",
+            )
+        self.i += 1
+        return rec
+
+    def fail(self, rec: dict[str, Any], what: str) -> VerifyError:
+        return VerifyError("log", f"{self.rel}: line {rec['_line']} ({rec['type']}): {what}")
+
+
+def _int(v: Any) -> bool:
+    return type(v) is int
+
+
+def _media_part(part: Any, kinds: tuple[str, ...]) -> bool:
+    return (
+        isinstance(part, dict)
+        and set(part) == {"type", "sha256", "mime"}
+        and part["type"] in kinds
+        and isinstance(part["sha256"], str)
+        and bool(_HEX64.match(part["sha256"]))
+        and part["mime"] in _MIME_EXT
+    )
+
+
+class _Media(dict[str, tuple[bytes, str]]):
+    """An episode's media files by sha256, read when a request first names them."""
+
+    def __init__(self, folder: Path, rel: str):
+        super().__init__()
+        self.folder = folder
+        self.rel = rel
+
+    def need(self, part: dict[str, Any]) -> None:
+        sha, mime = part["sha256"], part["mime"]
+        if sha in self:
+            return
+        p = self.folder / "media" / f"{sha}.{_MIME_EXT[mime]}"
+        if not p.is_file():
+            raise VerifyError("log", f"{self.rel}: a request shows media {sha[:12]}, not in media/")
+        data = p.read_bytes()
+        if hashlib.sha256(data).hexdigest() != sha:
+            raise VerifyError("log", f"{self.rel}: media/{p.name} does not match its sha256")
+        self[sha] = (data, mime)
+
+
+def check_log(
+    folder: Path,
+    rel: str,
+    task: Any,
+    run: Any,
+    result: Any,
+    wanted: dict[str, Any],
+    result_settings: Any,
+) -> LogFacts:
+    """Check one episode's log (see the module's docstring); raise :class:`VerifyError`.
+
+    ``task``: this vical's task; ``run``: the run manifest; ``result``: the episode's
+    ``EvalResult``; ``wanted``: the run's result-changing agent settings, which
+    ``result_settings(settings)`` of every agent session must equal.
+    """
+    log = f"{rel}/log.jsonl"
+    records = read_log(folder / "log.jsonl", log)
+    cur = _Cursor(records, log)
+    start = cur.take("start", "first")
+    facts = LogFacts(
+        task=start.get("task") if isinstance(start.get("task"), str) else None, actions=[]
+    )
+    if facts.task != result.task_id:
+        raise VerifyError("log", f"{log}: starts task {facts.task!r}, not {result.task_id}")
+    if start.get("max_steps") != task.max_steps or start.get("actions") != task.action_names:
+        raise cur.fail(start, "budget or action names are not this task data's")
+    agent = _agent_kind(run.agent)
+    proto = _Protocol(cur, task, run, folder, log) if agent == "protocol" else None
+    step = 0
+    while True:
+        if cur.peek() == "end":
+            break
+        if cur.peek() is None:
+            cur.take("end", f"after step {step}")
+        where = f"for the decision at step {step}"
+        if step == 0 and agent != "random":
+            session = cur.take("agent_session", where)
+            settings = session.get("settings")
+            if not isinstance(settings, dict):
+                raise cur.fail(session, "agent_session without settings")
+            if result_settings(settings) != wanted:
+                got = result_settings(settings)
+                keys = sorted(str(k) for k in set(got) | set(wanted) if got.get(k) != wanted.get(k))
+                raise VerifyError(
+                    "consistency",
+                    f"{log}: agent settings differ from the run's ({', '.join(keys)[:200]})",
+                )
+            facts.sessions.append(settings)
+            if proto is not None:
+                proto.session(session, settings)
+            else:
+                _plain_session(cur, session, run)
+        if proto is not None:
+            action, failure = proto.decision(step, result.frame_hashes, facts.frame_jpegs)
+        else:
+            rec = cur.take("decision", where)
+            if rec.get("step") != step:
+                raise cur.fail(rec, f"decision for step {rec.get('step')!r}, expected {step}")
+            action, failure = rec.get("action"), rec.get("failure")
+            if (action is None) == (failure is None):
+                raise cur.fail(rec, "a decision holds exactly one of an action or a failure")
+        if action is None:
+            rec = cur.take("agent_failure", f"after the failed decision at step {step}")
+            if rec.get("failure") != failure or rec.get("step") != step:
+                raise cur.fail(rec, "does not repeat the decision's failure")
+            break
+        rec = cur.take("step", f"after the decision at step {step}")
+        if rec.get("step") != step + 1 or rec.get("action") != action:
+            raise cur.fail(rec, f"is not step {step + 1} with the decided action")
+        facts.actions.append(action)
+        step += 1
+        if step > task.max_steps:
+            raise cur.fail(rec, f"more steps than the task's budget of {task.max_steps}")
+    cur.take("end", "last")
+    if cur.i != len(records):
+        raise cur.fail(records[cur.i], "a record after the end record")
+    if step == 0 and agent != "random" and not facts.sessions:
+        raise VerifyError("log", f"{log}: missing agent_session record (no decision was logged)")
+    return facts
+
+
+def _agent_kind(agent: str) -> str:
+    """``random`` (the reference: decisions only), ``protocol`` (a backend whose
+    requests can be rebuilt) or ``plain`` (another agent: a session, then decisions)."""
+    if agent == "random":
+        return "random"
+    from vical.agent.replay import ReplayError, _backend_class
+
+    try:
+        _backend_class(agent)
+    except ReplayError:
+        return "plain"
+    except Exception as e:  # an SDK that is not installed here
+        raise VerifyError("log", f"backend {agent!r} cannot be loaded here: {e}"[:300]) from None
+    return "protocol"
+
+
+def _plain_session(cur: _Cursor, session: dict[str, Any], run: Any) -> None:
+    """The condition as a session of an agent without rebuildable requests records it."""
+    rules = session.get("rules", "basic")
+    if rules != run.rules:
+        raise cur.fail(
+            session,
+            f"an agent session ran with {str(rules)[:20]} rules, the run declares {run.rules}",
+        )
+    if not run.demos and session.get("demos"):
+        raise cur.fail(session, "an agent session was shown demonstrations in a --no-demos run")
+
+
+class _Protocol:
+    """The request protocol of one episode, rebuilt decision by decision."""
+
+    def __init__(self, cur: _Cursor, task: Any, run: Any, folder: Path, log: str):
+        from vical.agent.replay import _backend_class
+
+        self.cur = cur
+        self.task = task
+        self.run = run
+        self.log = log
+        self.cls = _backend_class(run.agent)
+        self.media = _Media(folder, log)
+        self.history: list[dict[str, Any]] = []
+        self.logged = 0
+        self.requests = 0
+        self.settings: dict[str, Any] = {}
+        self.demos: list[list[dict[str, Any]]] = []
+        self.transport = "frames"
+        self.jpeg_of: dict[str, str] = {}  # frame sha256 -> JPEG sha256 (one per frame)
+        self.cache: Any = None
+
+    # -- the session: the condition the run declares -----------------------------------
+    def session(self, rec: dict[str, Any], settings: dict[str, Any]) -> None:
+        from vical.agent.bodies import ConversationCache
+
+        cur, run, task = self.cur, self.run, self.task
+        if rec.get("backend") != run.agent or settings.get("backend", run.agent) != run.agent:
+            raise cur.fail(rec, f"the session's backend is not the run's {run.agent!r}")
+        if rec.get("task") != task.id:
+            raise cur.fail(rec, "the session names another task")
+        if rec.get("rules") != run.rules:
+            raise cur.fail(
+                rec,
+                f"an agent session ran with {str(rec.get('rules'))[:20]} rules, the run declares {run.rules}",
+            )
+        self.transport = settings.get("demo_transport", self.cls.demo_transport)
+        if self.transport not in ("frames", "video"):
+            raise cur.fail(rec, "unknown demonstration transport")
+        demos = rec.get("demos")
+        clips = [c for c in task.variant.demos] if run.demos else []
+        if not isinstance(demos, list) or len(demos) != len(clips):
+            shown = len(demos) if isinstance(demos, list) else "no"
+            raise cur.fail(
+                rec,
+                f"the session lists {shown} demonstration(s), the run's condition "
+                f"(demos {'on' if run.demos else 'off'}) gives this task {len(clips)}",
+            )
+        for i, (d, clip) in enumerate(zip(demos, clips, strict=True), start=1):
+            if not isinstance(d, dict) or d.get("clip_id") != _clip_id(clip):
+                raise cur.fail(rec, f"demonstration {i} is not this task's clip {_clip_id(clip)!r}")
+            if self.transport == "video":
+                sha = d.get("mp4_sha256")
+                parts = [{"type": "video", "sha256": sha, "mime": "video/mp4"}]
+            else:
+                shas = d.get("frames_jpeg_sha256")
+                if not isinstance(shas, list) or not shas:
+                    raise cur.fail(rec, f"demonstration {i} lists no frames")
+                parts = [{"type": "image", "sha256": s, "mime": "image/jpeg"} for s in shas]
+            for p in parts:
+                if not _media_part(p, ("image", "video")):
+                    raise cur.fail(rec, f"demonstration {i} names no media by sha256")
+            self.demos.append(parts)
+        self.settings = settings
+        media = self.media
+
+        def render(m: dict[str, Any]) -> dict[str, Any]:
+            return self.cls.render_message(m, media)
+
+        self.cache = ConversationCache(render, self.cls.assemble, self.cls.conversation_field)
+
+    # -- one decision -------------------------------------------------------------------
+    def _frame(
+        self, step: int, hashes: list[Any], jpegs: dict[int, str], logged: Any
+    ) -> dict[str, Any]:
+        """The frame part the logged message holds where the rebuilt one has a frame."""
+        if not _media_part(logged, ("image",)) or logged["mime"] != "image/jpeg":
+            raise VerifyError("log", f"{self.log}: the frame of step {step} is not a JPEG part")
+        frame = hashes[step] if step < len(hashes) else None
+        if not isinstance(frame, str):
+            raise VerifyError(
+                "log", f"{self.log}: a request shows step {step}, past the result's frames"
+            )
+        known = self.jpeg_of.setdefault(frame, logged["sha256"])
+        if known != logged["sha256"]:
+            raise VerifyError("log", f"{self.log}: one frame sent as two different JPEGs")
+        jpegs.setdefault(step, logged["sha256"])
+        return dict(logged)
+
+    def _expect(
+        self,
+        step: int,
+        turn: int,
+        prev: str | None,
+        hashes: list[Any],
+        jpegs: dict[int, str],
+        got: Any,
+    ) -> dict[str, Any]:
+        """The rebuilt user message of a turn, its frame part taken from ``got``."""
+        from vical.agent.protocol import first_message, next_message
+
+        # where the frame sits in the rebuilt message: known from the builder's layout
+        try:
+            content = got[-1]["content"] if isinstance(got, list) and got else None
+        except (KeyError, TypeError):
+            content = None
+        placeholder = {"type": "image", "sha256": "0" * 64, "mime": "image/jpeg"}
+        if turn == 0:
+            msg = first_message(
+                self.task,
+                self.task.action_names,
+                self.task.max_steps,
+                self.run.rules,
+                self.demos,
+                self.transport,
+                placeholder,
+            )
+            at = len(msg["content"]) - 2
+        else:
+            assert prev is not None
+            msg = next_message(prev, placeholder)
+            at = 1
+        logged = content[at] if isinstance(content, list) and len(content) > at else None
+        if _media_part(logged, ("image",)):
+            msg["content"][at] = self._frame(step, hashes, jpegs, logged)
+        return msg
+
+    def decision(
+        self, step: int, hashes: list[Any], jpegs: dict[int, str]
+    ) -> tuple[str | None, str | None]:
+        from vical.agent.parse import parse_reply
+        from vical.agent.protocol import CONTEXT_LENGTH, RETRYABLE, reply_message, retry_message
+
+        cur = self.cur
+        where = f"for the decision at step {step}"
+        turn = 0 if not self.history else 1
+        prev = None
+        if turn:
+            prev = self._prev_action
+        max_format = self.settings.get("format_retries", 3)
+        max_transport = self.settings.get("transport_retries", 3)
+        if not _int(max_format) or not _int(max_transport):
+            raise VerifyError("log", f"{self.log}: retry settings are not whole numbers")
+        format_retries = transport_total = 0
+        conflicts: list[Any] = []
+        pending: dict[str, Any] | None = None
+        action: str | None = None
+        failure: str | None = None
+        while True:
+            attempt = 0
+            while True:
+                rec = cur.take("request", where)
+                self.requests += 1
+                if (
+                    rec.get("step") != step
+                    or rec.get("request_index") != self.requests
+                    or rec.get("transport_attempt") != attempt
+                ):
+                    raise cur.fail(
+                        rec, f"expected request {self.requests}, attempt {attempt}, of step {step}"
+                    )
+                append = rec.get("append")
+                if attempt == 0:
+                    if pending is None:
+                        pending = self._expect(step, turn, prev, hashes, jpegs, append)
+                    expected = [*self.history[self.logged :], pending]
+                    if append != expected:
+                        raise cur.fail(rec, _difference(append, expected, self.run))
+                    messages = [*self.history, pending]
+                    self.logged = len(messages)
+                    for msg in messages[len(self.history) :]:
+                        for part in msg["content"]:
+                            if "sha256" in part:
+                                self.media.need(part)
+                    try:
+                        digest = self.cache.prepare(messages, self.settings, body=False).sha256
+                    except VerifyError:
+                        raise
+                    except Exception as e:  # settings a renderer refuses
+                        raise cur.fail(
+                            rec, f"the request cannot be rendered: {type(e).__name__}"
+                        ) from None
+                elif append != []:
+                    raise cur.fail(rec, "a transport retry appends messages")
+                if rec.get("request_sha256") != digest:
+                    raise cur.fail(rec, "the logged request_sha256 is not the rebuilt request's")
+                kind = cur.peek()
+                if kind == "api_error":
+                    err = cur.take("api_error", where)
+                    if err.get("request_index") != self.requests:
+                        raise cur.fail(err, "answers another request")
+                    ekind = err.get("kind")
+                    if ekind == CONTEXT_LENGTH:
+                        failure = "token_overflow"
+                    elif ekind != RETRYABLE or attempt >= max_transport or "gave_up" in err:
+                        failure = "api_error"
+                    if failure is not None:
+                        transport_total += attempt
+                        break
+                    attempt += 1
+                    continue
+                resp = cur.take("response", where)
+                if resp.get("request_index") != self.requests or resp.get("step") != step:
+                    raise cur.fail(resp, "answers another request")
+                text = resp.get("text")
+                if not isinstance(text, str):
+                    raise cur.fail(resp, "the reply text is not a string")
+                transport_total += attempt
+                break
+            if failure is not None:
+                break
+            parsed = parse_reply(text, self.task.action_names)
+            if resp.get("parse") != parsed.as_record():
+                raise cur.fail(resp, "the logged parse is not what the protocol makes of the reply")
+            assert pending is not None and isinstance(text, str)
+            self.history.append(pending)
+            self.history.append(reply_message(text))
+            if parsed.conflicting:
+                conflicts.append(parsed.markers)
+            if parsed.action is not None:
+                action = parsed.action
+                break
+            if format_retries >= max_format:
+                failure = "invalid_action"
+                break
+            format_retries += 1
+            pending = retry_message(parsed, self.task.action_names)
+        dec = cur.take("decision", f"after the requests of step {step}")
+        expected_dec = {
+            "step": step,
+            "action": action,
+            "failure": failure,
+            "format_retries": format_retries,
+            "transport_retries": transport_total,
+            "conflicting_actions": conflicts,
+        }
+        got = {k: dec.get(k) for k in expected_dec}
+        if got != expected_dec:
+            keys = [k for k in expected_dec if got[k] != expected_dec[k]]
+            raise cur.fail(
+                dec, f"is not what the protocol decides from the replies ({', '.join(keys)})"
+            )
+        self._prev_action = action
+        return action, failure
+
+    _prev_action: str | None = None
+
+
+def _clip_id(clip: Any) -> Any:
+    return getattr(clip, "clip_id", getattr(clip, "id", clip))
+
+
+def _difference(got: Any, expected: list[dict[str, Any]], run: Any) -> str:
+    """One line on how a logged ``append`` differs from the rebuilt one."""
+    if not isinstance(got, list):
+        return "the request's messages are not a list"
+    if len(got) != len(expected):
+        return f"the request appends {len(got)} message(s), the protocol {len(expected)}"
+    for g, e in zip(got, expected, strict=True):
+        if g == e:
+            continue
+        gc = g.get("content") if isinstance(g, dict) else None
+        ec = e["content"]
+        if isinstance(gc, list):
+            shown = sum(
+                1 for p in gc if isinstance(p, dict) and p.get("type") in ("video", "image")
+            )
+            want = sum(1 for p in ec if p.get("type") in ("video", "image"))
+            if shown != want:
+                return (
+                    f"the request shows {shown} media item(s) where the declared condition "
+                    f"(demos {'on' if run.demos else 'off'}, {run.rules} rules) gives {want}"
+                )
+            gt = " ".join(str(p.get("text", "")) for p in gc if isinstance(p, dict))
+            et = " ".join(str(p.get("text", "")) for p in ec)
+            if gt != et:
+                return (
+                    "the request's text is not the protocol's under the declared condition "
+                    f"({run.rules} rules, demos {'on' if run.demos else 'off'})"
+                )
+        return "the request's messages are not the protocol's rebuilt ones"
+    return "the request's messages are not the protocol's rebuilt ones"
