@@ -313,3 +313,64 @@ def test_local_servers_reply_without_nagles_delay():
     finally:
         page.httpd.server_close()
     assert label_handler(None).disable_nagle_algorithm is True  # type: ignore[arg-type]
+
+
+def test_serve_baseline_names_its_models_refuses_others_and_stops_on_sigterm():
+    """The banner states the model names served; another name gets the provider's 404
+    (OpenAI's model_not_found, Gemini's NOT_FOUND); SIGTERM stops it as Ctrl-C does."""
+    import os
+    import signal
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vical.cli", "serve-baseline", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        banner: list[str] = []
+        reader = threading.Thread(
+            target=lambda: banner.extend(proc.stdout.readline() for _ in range(5)), daemon=True
+        )
+        reader.start()
+        reader.join(20)  # a banner of fewer lines fails here instead of blocking
+        assert len(banner) == 5, banner
+        url = banner[0].split()[-1]
+        assert banner[3] == (
+            "  Models: random, first, expert, fault-<kind>[-<when>], auditor-<mode>;\n"
+        )
+        assert "any other name: 404 (model not found)" in banner[4]
+        assert all(len(line.rstrip("\n")) <= 80 for line in banner[3:])
+        status, _, raw = post(url + "/v1/chat/completions", chat_body("gpt-4o"))
+        body = json.loads(raw)
+        assert status == 404
+        assert body["error"]["code"] == "model_not_found"
+        assert "`gpt-4o` does not exist" in body["error"]["message"]
+        assert "random, first, expert" in body["error"]["message"]
+        gemini = {"contents": [{"role": "user", "parts": [{"text": "Legal actions: A, B"}]}]}
+        status, _, raw = post(url + "/v1beta/models/gemini-x:generateContent", gemini)
+        body = json.loads(raw)
+        assert status == 404 and body["error"]["status"] == "NOT_FOUND"
+        assert body["error"]["message"].startswith("models/gemini-x is not found")
+        for served in ("first", "fault-malformed", "auditor-valid"):
+            assert post(url + "/v1/chat/completions", chat_body(served))[0] == 200, served
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=10)
+        assert time.monotonic() - t0 < 10
+        assert proc.returncode == 0 and out.rstrip().endswith("stopped"), err
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_serve_baseline_any_model_answers_every_name():
+    with BaselineServer(any_model=False) as strict, BaselineServer() as lenient:
+        status, _, raw = post(strict.url + "/v1/responses", {"model": "m", "input": "hi"})
+        assert status == 404 and json.loads(raw)["error"]["code"] == "model_not_found"
+        assert post(lenient.url + "/v1/chat/completions", chat_body("m"))[0] == 200
+    from vical.cli.serve import ServeOptions
+
+    assert "--any-model" in ServeOptions("h", 1, 0, 0, 0, (), 1, any_model=True).argv()

@@ -313,3 +313,11 @@ def test_submit_with_an_endpoint_runs_the_image_with_its_options_then_bundles(
     assert seen["out"].parent == tmp_path / "w" and seen["out"].name.startswith("submit-")
     r = runner.invoke(app, ["submit", "--key", str(key), "--endpoint", "http://h/v1"])
     assert r.exit_code == 2 and "--endpoint and --model" in r.stderr
+
+
+def test_report_help_says_where_the_report_goes():
+    r = runner.invoke(app, ["report", "--help"], env={"COLUMNS": "80"})
+    assert r.exit_code == 0
+    text = " ".join(r.output.split())
+    assert "into ./report/ (under the current directory) for several" in text
+    assert "into the run folder for one run" in text

@@ -7,6 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from vical.cli import app
+from vical.wm.models import Simulator
 
 runner = CliRunner()
 
@@ -49,3 +50,69 @@ def test_an_unknown_scenario_or_model_class_is_refused_before_the_bar(tmp_path, 
     assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith("error: ")
     assert words in r.stderr
     assert not out.exists()
+
+
+# ------------------------------------------------------------------ stopping a run
+
+
+class SlowSimulator(Simulator):
+    """A world model (`--wm tests.test_cli_wm:SlowSimulator`): the simulator's frames
+    (so SDL starts, as for any pygame-drawn game), a second per case."""
+
+    def predict(self, request, case):
+        import time
+
+        frames = super().predict(request, case)
+        time.sleep(1.0)
+        return frames
+
+
+@pytest.fixture(scope="module")
+def taxi_cases(tmp_path_factory):
+    from tests.conftest import build_wm_cases
+
+    return build_wm_cases(tmp_path_factory.mktemp("wm") / "cases", ["taxi"])
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_wm_eval_stops_on_a_signal_and_says_what_is_left(tmp_path, taxi_cases, sig):
+    """SIGTERM (a container's stop) and SIGINT stop `vical wm eval` within 10 s with
+    status 130 and one line naming what was done; no half-written file is left."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    out = tmp_path / "run"
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "vical.cli", "wm", "eval", "--cases", str(taxi_cases)),
+            *("--out", str(out), "--wm", "tests.test_cli_wm:SlowSimulator"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root), "COLUMNS": "200"},
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not list(out.rglob("pred_*.png")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        proc.send_signal(getattr(signal, sig))
+        _, err = proc.communicate(timeout=10)
+        assert time.monotonic() - t0 < 10
+        assert proc.returncode == 130, err
+        assert err.startswith("\ninterrupted: ") and "cases predicted, not scored" in err
+        assert "run the same command again" in err and "Traceback" not in err
+        assert not (out / "summary.json").exists() and not list(out.rglob("*.tmp"))
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

@@ -167,6 +167,20 @@ def test_push_dry_run_lists_files(built):
     assert any(f.startswith("videos/") for f in files)
 
 
+def test_push_dry_run_command_prints_the_file_list(built):
+    """`vical dataset push --dry-run` prints each file it would upload, then the count."""
+    from typer.testing import CliRunner
+
+    from vical.cli import app
+
+    r = CliRunner().invoke(app, ["dataset", "push", str(built), "--repo", "org/vical", "--dry-run"])
+    assert r.exit_code == 0, r.output
+    files = push_dataset(built, "org/vical", dry_run=True)
+    lines = r.output.splitlines()
+    assert lines[:-1] == files
+    assert lines[-1] == f"{len(files)} files would be uploaded to org/vical"
+
+
 @pytest.mark.slow
 def test_full_build(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from gymnasium.envs.registration import ENV_ID_RE
 from gymnasium.utils.env_checker import check_env
-from gymnasium.wrappers import HumanRendering, PassiveEnvChecker
+from gymnasium.wrappers import HumanRendering, PassiveEnvChecker, TimeLimit
 
 import vical.gym
 from tests.behaviour import BASELINE
@@ -50,8 +50,9 @@ def _check(task: TaskSpec) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         env = gym.make(gym_id(task))
-        # gym.make's own wrappers: the passive checker is on, and runs on first use
-        assert isinstance(env.env, PassiveEnvChecker), env
+        # gym.make's own wrappers: TimeLimit (the spec's budget) outside, the passive
+        # checker on, and run on first use
+        assert isinstance(env, TimeLimit) and isinstance(env.env.env, PassiveEnvChecker), env
         env.reset()
         env.step(env.action_space.sample())
         assert env.render().shape == env.observation_space.shape
@@ -199,3 +200,28 @@ def test_rewards_sum_to_score():
     ref = make_env("taxi/state1")
     assert obs.shape == ref.reset().shape
     env.close()
+
+
+@pytest.mark.parametrize("task", TASKS, ids=_ids)
+def test_spec_max_episode_steps_is_the_task_budget(task):
+    """Every registered id carries the task's decision budget in its spec."""
+    assert gym.spec(gym_id(task)).max_episode_steps == task.max_steps
+
+
+def test_time_limit_tools_read_the_budget_and_truncate_with_the_task():
+    """What a tool that reads the spec sees (gymnasium.make(...).spec, its TimeLimit):
+    the budget; and the wrapper truncates at the step where the task itself does."""
+    task = next(t for t in TASKS if t.id == "cliffwalking/base")
+    env = gym.make(gym_id(task))
+    try:
+        assert env.spec.max_episode_steps == task.max_steps
+        assert isinstance(env, TimeLimit) and env._max_episode_steps == task.max_steps
+        env.reset()
+        up = task.action_names.index("Up")  # against the top wall: never ends the game
+        for n in range(1, task.max_steps + 1):
+            _, _, terminated, truncated, _ = env.step(up)
+            assert not terminated
+            assert truncated == (n == task.max_steps)
+            assert env.unwrapped.env.done == (n == task.max_steps)
+    finally:
+        env.close()

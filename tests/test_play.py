@@ -342,3 +342,106 @@ def test_play_command_refuses_bad_options_in_one_line(args, needle, tmp_path):
 
     r = CliRunner().invoke(app, ["play", "--no-open", "--out", str(tmp_path / "o"), *args])
     assert r.exit_code == 2 and needle in r.output.replace("\n", " "), r.output
+
+
+@pytest.mark.parametrize("gap_ms", [70, 10])
+def test_browser_queues_keys_pressed_before_the_next_screen(browser, play_server, gap_ms):
+    """13 keys pressed 70 ms apart (as a person types ahead; on a slow machine faster than
+    the screens come) or 10 ms apart (surely faster): every one is applied, in order,
+    and the page lists exactly the moves the episode's log holds."""
+    run, url = play_server
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(url)
+    page.wait_for_selector("#brief:not([hidden])")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#play:not([hidden])")
+    keys = key_bindings(get_task("taxi/state1").action_names)
+    queued_seen = False
+    for a in TAXI_WIN:
+        page.keyboard.press(keys[a])
+        page.wait_for_timeout(gap_ms)
+        queued_seen = queued_seen or page.locator("#queue").is_visible()
+    page.wait_for_selector("#over:not([hidden])", timeout=30_000)
+    decisions = [r for r in _log(run, "taxi__state1__r0") if r["type"] == "decision"]
+    assert [d["action"] for d in decisions] == TAXI_WIN
+    assert _result(run, "taxi__state1__r0").outcome == "Victory"
+    shown = page.locator("#over-applied li").all_inner_texts()
+    assert shown == [d["action"] for d in decisions]
+    assert page.locator("#over-dropped").is_hidden()
+    # a move pressed ahead of its screen is marked so in the log
+    queued = [d for d in decisions if d["input"].endswith("(queued)")]
+    assert queued or not queued_seen
+    if gap_ms == 10:  # the burst outran the screens: the queue showed, and was used
+        assert queued_seen and queued
+
+
+def test_header_counts_episodes_not_tasks(browser, tmp_path):
+    """With --runs 2 of one task the header says episode 1 of 2, then episode 2 of 2."""
+    session = PlaySession(tmp_path / "h", select_tasks("cliffwalking/base"), "p3", runs=2).open()
+    server = make_server(session)
+    server.start()
+    try:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(server.url)
+        page.wait_for_selector("#brief:not([hidden])")
+        for k in (1, 2):
+            assert page.inner_text("#progress").endswith(f"· episode {k} of 2")
+            page.keyboard.press("Enter")
+            page.wait_for_selector("#play:not([hidden])")
+            page.keyboard.press("ArrowRight")  # into the cliff: the episode ends
+            page.wait_for_selector("#over:not([hidden])")
+            page.keyboard.press("Enter")
+            page.wait_for_selector("#brief:not([hidden]), #done:not([hidden])")
+        assert page.locator("#done").is_visible()
+    finally:
+        server.close()
+        session.close()
+
+
+def test_play_command_stops_on_sigterm_mid_episode(tmp_path):
+    """`vical play` stops on SIGTERM as on Ctrl-C once a frame was rendered (SDL
+    started): within 10 s, status 0, and the half-played episode leaves nothing."""
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run = tmp_path / "human-p5"
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "vical.cli", "play", "-p", "p5", "-t", "taxi/state1"),
+            *("--no-open", "--port", "0", "-o", str(run)),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        start_new_session=True,
+    )
+    try:
+        url = None
+        for _ in range(10):
+            m = re.search(r"open (http://127\.0\.0\.1:\d+/) in a browser", proc.stdout.readline())
+            if m:
+                url = m.group(1)
+                break
+        assert url, "vical play printed no address"
+        code, state = _post(url, "/api/start", {})
+        assert code == 200 and state["play"]["frame"].startswith("data:image/png")
+        code, state = _post(url, "/api/act", {"step": 0, "action": "Up"})
+        assert code == 200 and state["play"]["step"] == 1
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=10)
+        assert time.monotonic() - t0 < 10
+        assert proc.returncode == 0, err
+        assert out.rstrip().endswith("SIGTERM: stopped; run the same command to continue")
+        assert "Traceback" not in err
+        assert not (run / "episodes").exists() or not any((run / "episodes").iterdir())
+        assert not any((run / ".partial").iterdir())
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

@@ -293,3 +293,151 @@ def test_server_answers_unknown_paths_with_404_and_only_reads(runs):
                 assert r.read().startswith(b'vicalData("index",')
         finally:
             server.close()
+
+
+# ------------------------------------------------------------------ the real command
+
+
+@pytest.fixture(scope="module")
+def highway_run(tmp_path_factory):
+    """A 25-decision highway episode (the baseline server's `first` model keeps to the
+    left lane until it hits a car), frames not saved: the viewer must replay them."""
+    run = tmp_path_factory.mktemp("hw") / "first"
+    with BaselineServer() as srv:
+        summary = run_eval(
+            select_tasks("highway/seed79-l5-d15"),
+            run,
+            agent="openai-chat",
+            agent_kwargs={"endpoint": srv.openai_base_url, "model": "first"},
+            workers=1,
+            progress=False,
+            frames="none",
+        )
+    assert summary.finished == 1
+    return run
+
+
+def _view_command(*runs: Path):
+    """`vical view RUN... --no-open --port 0` in its own process: (process, its URL)."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": "200"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vical.cli", "view", *map(str, runs), "--no-open", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    for _ in range(10):
+        m = re.search(r"open (http://127\.0\.0\.1:\d+/) in a browser", proc.stdout.readline())
+        if m:
+            return proc, m.group(1)
+    proc.kill()
+    raise AssertionError("vical view printed no address")
+
+
+def _stop(proc) -> None:
+    import os
+    import signal
+
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def test_first_replayed_frame_shows_within_a_second_after_a_loading_line(browser, highway_run):
+    """A cold `vical view`: the table's data warms the simulators, so a replayed
+    episode's first frame arrives within a second of the click; until a frame
+    arrives the pane says it is replaying."""
+    import time
+
+    ep = "highway__seed79-l5-d15__r0"
+    r = _result(highway_run, ep)
+    assert len(r.frame_hashes) > 20 and not (highway_run / "episodes" / ep / "frames").exists()
+    proc, url = _view_command(highway_run)
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(url)
+        page.wait_for_selector("#tasks-body tr")
+        time.sleep(6)  # a person reads the table before clicking
+        t0 = time.monotonic()
+        page.click(f'a[data-episode="r0/{ep}"]')
+        page.wait_for_function(
+            "() => { const i = document.querySelector('.pane .frame');"
+            " return i && i.complete && i.naturalWidth > 0; }",
+            timeout=30_000,
+        )
+        took = time.monotonic() - t0
+        assert took <= 1.0, f"the first frame took {took:.2f} s"
+        assert page.locator(".pane .frame-status").is_hidden()
+        # a frame still on its way: the pane says so, and clears when it arrives
+        held = []
+        page.route("**/frames/r0/*/5.png", lambda route: held.append(route))
+        page.keyboard.press("End")
+        page.keyboard.press("Home")
+        for _ in range(5):
+            page.keyboard.press("ArrowRight")
+        page.wait_for_function("() => document.querySelector('.pane .frame').dataset.step === '5'")
+        page.wait_for_timeout(200)
+        status = page.locator(".pane .frame-status")
+        assert status.is_visible()
+        assert status.inner_text().startswith("replaying the episode's actions: frame 5 of")
+        assert held, "the frame request should be held by the test"
+        held[0].continue_()
+        status.wait_for(state="hidden")
+        src = page.locator(".pane .frame").get_attribute("src")
+        assert _sha(page.request.get(url + src).body()) == r.frame_hashes[5]
+    finally:
+        _stop(proc)
+
+
+def test_view_stops_on_sigterm_after_replaying_frames(highway_run):
+    """SIGTERM once a frame was rendered (SDL started) stops the server as Ctrl-C does."""
+    import signal
+    import time
+    import urllib.request
+
+    ep = "highway__seed79-l5-d15__r0"
+    proc, url = _view_command(highway_run)
+    try:
+        with urllib.request.urlopen(f"{url}frames/r0/{ep}/3.png", timeout=60) as resp:
+            assert _sha(resp.read()) == _result(highway_run, ep).frame_hashes[3]
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=10)
+        assert time.monotonic() - t0 < 10
+        assert proc.returncode == 0, err
+        assert out.rstrip().endswith("SIGTERM: stopped") and "Traceback" not in err
+    finally:
+        _stop(proc)
+
+
+def test_outcome_filter_uses_one_vocabulary(browser, runs):
+    """The table and its filter speak vical.outcomes' names: passed or a failure mode."""
+    from vical.outcomes import FAILURE_MODES
+
+    with Catalog([runs / "random-ref", runs / "baseline"]) as c:
+        index = c.index()
+        assert index["outcomes"] == ["passed", *FAILURE_MODES]
+        server = make_server(c)
+        server.start()
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(server.url)
+            page.wait_for_selector("#tasks-body tr")
+            options = page.locator("#f-outcome option").all_inner_texts()
+            eps = [e for t in index["tasks"] for es in t["runs"].values() for e in es]
+            seen = {"passed" if e["passed"] else e["failure_mode"] for e in eps}
+            assert options[0] == "all" and set(options[1:]) == seen
+            assert set(options[1:]) <= set(index["outcomes"])
+            for outcome in options[1:]:
+                page.select_option("#f-outcome", outcome)
+                labels = page.locator("#tasks-body .ep a").all_inner_texts()
+                assert any(label.endswith(" " + outcome) for label in labels), outcome
+        finally:
+            server.close()

@@ -20,7 +20,9 @@ their own ``reset`` (tetris-gymnasium's bag randomizer, flappy-bird-gymnasium's
 animation and ground scroll) build a fresh simulator on every reset after the
 first (:mod:`vical.envs.tetris`, :mod:`vical.envs.flappy`). So the tasks are
 deterministic (``spec.nondeterministic`` is False), and ``gym.make`` keeps
-Gymnasium's passive environment checker on.
+Gymnasium's passive environment checker on. ``spec.max_episode_steps`` is the
+task's decision budget (``max_steps``), so ``gym.make`` adds its ``TimeLimit``,
+which truncates at the very step where the task itself does.
 
 Render modes: ``rgb_array`` (the default; ``render()`` returns the current
 frame) and ``human``, which ``gym.make(id, render_mode="human")`` provides with
@@ -142,6 +144,9 @@ def register_all() -> list[str]:
                 entry_point="vical.gym:create",
                 kwargs={"task_id": t.id},
                 nondeterministic=False,
+                # the task's decision budget, for tools that read the spec (gym.make's
+                # TimeLimit truncates at the same step as the task itself)
+                max_episode_steps=t.max_steps,
             )
         ids.append(gid)
     return ids

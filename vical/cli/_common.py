@@ -8,7 +8,11 @@ option value) or calls :func:`fail` directly.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
+import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
@@ -23,6 +27,13 @@ if TYPE_CHECKING:
 
 console = Console()
 err = Console(stderr=True)
+
+# SDL (under pygame, which draws several simulators' frames) takes SIGINT and SIGTERM
+# for itself when it starts and finds them at their defaults, turning them into quit
+# events nobody reads: the process then ignores `kill` and a container's stop. This
+# hint, read by SDL at start-up, leaves the signals to Python (set before any import
+# of pygame, since the cli package is imported first).
+os.environ.setdefault("SDL_NO_SIGNAL_HANDLERS", "1")
 
 
 class OptionError(VicalError):
@@ -40,20 +51,72 @@ REASONING_EFFORT = typer.Option(
 EXTRA_BODY = typer.Option(None, "--extra-body", help="JSON object merged into each request body.")
 
 
-def serve_page(server: Any, open_browser: bool, stopped: str = "stopped") -> None:
-    """Serve a local page (``vical play``, ``vical view``) until Ctrl-C: print its
-    address, open it in the default browser when asked, close the server on leaving."""
-    console.print(f"open {server.url} in a browser; Ctrl-C stops")
-    if open_browser:
-        import webbrowser
+class Stop:
+    """What :func:`stop_signals` saw: ``received`` is the first signal's number, or None."""
 
-        webbrowser.open(server.url)
+    def __init__(self) -> None:
+        self.received: int | None = None
+
+    def check(self) -> None:
+        """Raise KeyboardInterrupt if a signal came and its KeyboardInterrupt was lost
+        (swallowed by a library, or raised where it could not propagate)."""
+        if self.received is not None:
+            raise KeyboardInterrupt
+
+
+def _leave_now(signum: int, frame: Any) -> None:
+    with contextlib.suppress(OSError):
+        os.write(2, b"\nstopped at once (a second signal).\n")
+    os._exit(130)
+
+
+@contextlib.contextmanager
+def stop_signals() -> Iterator[Stop]:
+    """SIGTERM means what SIGINT (Ctrl-C) means, for a command that runs until stopped.
+
+    The first SIGINT or SIGTERM raises KeyboardInterrupt in the main thread; the
+    command catches it, cleans up and leaves. A further one, while it cleans up
+    or later, exits at once with status 130 (whatever was half-written is in a
+    temporary place the next run clears). Without a signal, the previous
+    handlers come back on leaving. Handlers are only installed from the main
+    thread.
+    """
+    stop = Stop()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def handle(signum: int, frame: Any) -> None:
+        if stop.received is not None:
+            _leave_now(signum, frame)
+        stop.received = signum
+        raise KeyboardInterrupt
+
+    old = {s: signal.signal(s, handle) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        console.print(f"\n{stopped}")
+        yield stop
     finally:
-        server.close()
+        for s, h in old.items():
+            signal.signal(s, _leave_now if stop.received is not None else h)
+
+
+def serve_page(server: Any, open_browser: bool, stopped: str = "stopped") -> None:
+    """Serve a local page (``vical play``, ``vical view``) until Ctrl-C or SIGTERM:
+    print its address, open it in the default browser when asked, close the server
+    on leaving (the caller's ``with`` blocks then release what they hold)."""
+    console.print(f"open {server.url} in a browser; Ctrl-C stops")
+    with stop_signals() as stop:
+        try:
+            if open_browser:
+                import webbrowser
+
+                webbrowser.open(server.url)
+            server.serve_forever()
+        except KeyboardInterrupt:
+            name = signal.Signals(stop.received).name if stop.received else "SIGINT"
+            console.print(f"\n{name}: {stopped}", soft_wrap=True, highlight=False)
+        finally:
+            server.close()
 
 
 def say(line: str) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from vical.cli._common import console, err, fail, interrupted, select
+from vical.cli._common import console, err, fail, interrupted, say, select
 
 dataset_app = typer.Typer(help="The Hugging Face dataset folder.", no_args_is_help=True)
 
@@ -73,7 +73,9 @@ def dataset_stats(
 def dataset_push(
     root: Path = typer.Argument(..., help="Dataset folder."),
     repo: str = typer.Option(..., "--repo", help="Hub dataset repository, e.g. org/name."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="List what would be uploaded."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="List the files that would be uploaded; upload nothing."
+    ),
 ) -> None:
     """Upload a verified dataset folder to the Hugging Face Hub."""
     from vical.dataset import push_dataset
@@ -82,4 +84,7 @@ def dataset_push(
         files = push_dataset(root, repo, dry_run=dry_run)
     except ValueError as e:
         fail(str(e), code=1)
+    if dry_run:
+        for f in files:  # one path a line, relative to the folder: what the Hub would hold
+            say(f)
     console.print(f"{len(files)} files {'would be ' if dry_run else ''}uploaded to {repo}")

@@ -156,7 +156,12 @@ def report_cmd(
         "resamples environments.",
     ),
 ) -> None:
-    """Table 1 for one or more runs side by side, the paper's analyses and figures."""
+    """Table 1 for one or more runs side by side, the paper's analyses and figures.
+
+    Writes report.json, report.md, report.html and figures/ into the run folder
+    for one run, and into ./report/ (under the current directory) for several;
+    --out chooses another folder. The last line printed names the files.
+    """
     write_report(
         ReportOptions(
             runs=tuple(runs),

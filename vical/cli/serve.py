@@ -22,6 +22,7 @@ class ServeOptions:
     retry_after: float
     wm: str = "copy-last"  # how world-model requests are answered (copy-last, blank)
     auditor: str = "valid"  # how audit requests are answered (vical.serve.auditor.AUDITOR_MODES)
+    any_model: bool = False  # answer unknown model names with the random policy, not a 404
 
     def argv(self) -> list[str]:
         return [
@@ -43,6 +44,7 @@ class ServeOptions:
             self.wm,
             "--auditor",
             self.auditor,
+            *(["--any-model"] if self.any_model else []),
         ]
 
 
@@ -79,9 +81,19 @@ def serve_baseline(
         help="How trajectory-audit requests (vical audit) are answered: valid, malformed, "
         "contradictory or mixed (a model named auditor-MODE chooses per request).",
     ),
+    any_model: bool = typer.Option(
+        False,
+        "--any-model",
+        help="Answer any other model name with the random policy (default: the "
+        "provider's 404, model not found).",
+    ),
 ) -> None:
     """Serve the baseline model over OpenAI-compatible and Gemini HTTP APIs (models:
     random, first, expert) for trying vical end to end without a real model.
+
+    The model names it serves are printed at start-up; any other name is answered
+    with the provider's 404 (model not found) unless --any-model. Ctrl-C or SIGTERM
+    stops it.
 
     Faults for testing, by model name fault-KIND[-once|-N|-always] (every request) or
     server-wide with --fault-rate/--fault-kinds (image-carrying turns only). The
@@ -107,6 +119,7 @@ def serve_baseline(
         retry_after=retry_after,
         wm=wm,
         auditor=auditor,
+        any_model=any_model,
     )
     if wm not in ("copy-last", "blank"):
         raise OptionError(f"--wm {wm!r}: choose copy-last or blank")

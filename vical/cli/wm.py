@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from vical.cli._common import console, fail, say
+from vical.cli._common import console, fail, interrupted, say, stop_signals
 
 wm_app = typer.Typer(help="The world-model track.", no_args_is_help=True)
 
@@ -59,26 +59,38 @@ def wm_eval(
     if wm == "http" and not endpoint:
         fail("--wm http needs --endpoint URL (for example http://127.0.0.1:8000)")
     names = [s.strip() for s in scenarios.split(",") if s.strip()] if scenarios else None
+    done = [0, 0]  # cases predicted, cases chosen
     try:
         # the cases are read and the model is built before the bar is drawn, so that an
         # error there is one line with no empty bar above it
-        select(load_cases(cases), names)
+        done[1] = len(select(load_cases(cases), names))
         model: WorldModel | str = wm  # a control, which evaluate builds for the cases
         if wm == "http":
             model = get_wm("http", endpoint=endpoint)
         elif ":" in wm:  # a class outside vical, imported here
             model = get_wm(wm)
-        with Progress(
-            TextColumn("[bold]predict[/]"), BarColumn(), MofNCompleteColumn(), console=console
-        ) as bar:
+        # SIGTERM (a container's stop, `kill`) stops the run as Ctrl-C does
+        with (
+            stop_signals() as stop,
+            Progress(
+                TextColumn("[bold]predict[/]"), BarColumn(), MofNCompleteColumn(), console=console
+            ) as bar,
+        ):
             task = bar.add_task("", total=None)
 
-            def advance(done: int, total: int, case: str) -> None:
-                bar.update(task, completed=done, total=total)
+            def advance(n: int, total: int, case: str) -> None:
+                done[0] = n
+                bar.update(task, completed=n, total=total)
+                stop.check()  # a signal whose KeyboardInterrupt a library swallowed
 
             summary = evaluate(model, cases, out, names, progress=advance)
     except (ValueError, KeyError, FileNotFoundError, ProtocolError) as e:
         fail(str(e))
+    except KeyboardInterrupt:
+        interrupted(
+            f"{done[0]} of {done[1]} cases predicted, not scored (no summary.json in "
+            f"{out}); run the same command again"
+        )
     idx = summary["index"]
     say(
         f"{summary['model']}: index {idx['score']['mean']:.1f} "

@@ -7,7 +7,9 @@ page sends one action for that very step; the HTTP thread that delivered the
 action then waits for the next observation (or the end of the episode) and
 answers the page with it. So one key press is one decision, a press for a frame
 already decided is refused, and the episode is written by the same code as any
-``vical eval`` episode.
+``vical eval`` episode. (The page queues the keys pressed while a move is
+pending and sends them one per new frame, so no press is lost; the bridge keeps
+the actions taken, ``applied``, for the page to list.)
 
 What the person sees is what a model sees: frames only, never a reward, score or
 pass flag (the runner's step records hold those; they never reach the page).
@@ -70,6 +72,7 @@ class Bridge:
         self.ended = False
         self.error: str | None = None
         self._stopped = False
+        self.applied: list[str] = []  # the actions taken so far, in order (the page lists them)
 
     # -- the episode thread's side -----------------------------------------------
     def show(self, obs: Observation) -> tuple[str, str, float]:
@@ -87,6 +90,7 @@ class Bridge:
                 raise SessionStopped("the session stopped before this decision was made")
             action, given = self._action
             self._action = None
+            self.applied.append(action)
             taken = time.monotonic() - self._shown_at
             self.shown = None
             return action, given, taken

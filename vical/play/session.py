@@ -272,9 +272,14 @@ class PlaySession:
                         else prompts.start_frame_text()
                     ),
                     "frame": "data:image/png;base64," + base64.b64encode(shown.png).decode(),
+                    "applied": list(bridge.applied),
                 }
             if bridge is not None and bridge.ended:
-                out["over"] = {"steps": self._last_steps, "error": bridge.error}
+                out["over"] = {
+                    "steps": self._last_steps,
+                    "error": bridge.error,
+                    "applied": list(bridge.applied),
+                }
             return out
 
     def demo_mp4(self, index: int) -> bytes:

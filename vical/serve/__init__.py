@@ -17,9 +17,13 @@ an MP4, finds the legal actions on the prompt's ``Legal actions:`` line and
 answers ``[Action:<name>]`` followed by one line of explanation. The
 *model* name picks the policy:
 
-``random`` (and any name not listed here)
+``random``
     a legal action drawn from a generator seeded by the server seed and the
-    request body, so the same request always gets the same answer;
+    request body, so the same request always gets the same answer (a
+    :class:`BaselineServer` made in Python answers any other name this way
+    too, so tests can tell their requests apart by name; the command line
+    answers another name with the provider's 404, model not found, unless
+    ``--any-model``);
 ``first``
     always the first legal action;
 ``expert``

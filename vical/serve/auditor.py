@@ -67,6 +67,11 @@ def audit_context(conv: Conversation) -> dict[str, Any] | None:
     return None
 
 
+def is_auditor_model(model: str) -> bool:
+    """Whether ``model`` names an auditor mode (``auditor-<mode>``)."""
+    return model.startswith(_MODEL_PREFIX) and model[len(_MODEL_PREFIX) :] in AUDITOR_MODES
+
+
 def request_mode(model: str, default: str) -> str:
     """The mode for a request: ``auditor-<mode>`` by model name, else ``default``."""
     if model.startswith(_MODEL_PREFIX) and model[len(_MODEL_PREFIX) :] in AUDITOR_MODES:

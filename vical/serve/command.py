@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 
 from vical.serve.auditor import AUDITOR_MODES
 from vical.serve.faults import FAULT_KINDS, parse_fault_kinds
@@ -42,6 +43,11 @@ def build_parser(prog: str = "python -m vical.serve") -> argparse.ArgumentParser
         help="how `vical audit` requests are answered (model name auditor-<mode> overrides)",
     )
     ap.add_argument(
+        "--any-model",
+        action="store_true",
+        help="answer any other model name with the random policy instead of a 404",
+    )
+    ap.add_argument(
         "--wm",
         choices=("copy-last", "blank"),
         default="copy-last",
@@ -71,6 +77,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m vical.serve") -> 
         retry_after=args.retry_after,
         auditor=args.auditor,
         wm=args.wm,
+        any_model=args.any_model,
     )
     faults = (
         f"\n  Injected faults:            rate {args.fault_rate:g} on image turns, "
@@ -78,16 +85,27 @@ def main(argv: list[str] | None = None, prog: str = "python -m vical.serve") -> 
         if args.fault_rate
         else ""
     )
+    other = "the random policy" if args.any_model else "404 (model not found)"
     print(
         f"vical baseline server on {server.url}\n"
         f"  OpenAI-compatible base URL: {server.openai_base_url}  (models: random, first, expert)\n"
-        f"  Gemini base URL:            {server.url}{faults}",
+        f"  Gemini base URL:            {server.url}{faults}\n"
+        "  Models: random, first, expert, fault-<kind>[-<when>], auditor-<mode>;\n"
+        f"  any other name: {other}. Ctrl-C or SIGTERM stops.",
         flush=True,
     )
+    # SIGTERM (`kill`, a container's stop) stops the server as Ctrl-C does; set here,
+    # before a simulator's SDL could take the signal for itself
+    old = signal.signal(signal.SIGTERM, _interrupt)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
-        pass
+        print("stopped", flush=True)
     finally:
+        signal.signal(signal.SIGTERM, old)
         server.stopping.set()
         server._httpd.server_close()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

@@ -35,6 +35,13 @@ _FAULT_RE = re.compile(
     + "|".join(re.escape(k) for k in sorted(FAULT_KINDS, key=len, reverse=True))
     + r")(?:-(once|always|after-\d+|\d+))?$"
 )
+
+
+def is_fault_model(model: str) -> bool:
+    """Whether ``model`` names a fault (``fault-<kind>[-<when>]``)."""
+    return _FAULT_RE.match(model) is not None
+
+
 HANG_LIMIT = 3600.0  # seconds a "hang" fault holds a request when the server is not stopped
 HUGE_CHARS = 5 * 1024 * 1024  # characters of filler in a "huge" reply
 

@@ -11,7 +11,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from vical.serve.auditor import audit_context, auditor_answer, check_auditor_mode, request_mode
+from vical.serve.auditor import (
+    audit_context,
+    auditor_answer,
+    check_auditor_mode,
+    is_auditor_model,
+    request_mode,
+)
 from vical.serve.background import BackgroundServer
 from vical.serve.conversation import BadRequest, Conversation
 from vical.serve.faults import (
@@ -20,10 +26,26 @@ from vical.serve.faults import (
     Fault,
     check_fault_kinds,
     faulty_answer,
+    is_fault_model,
     model_fault,
 )
 from vical.serve.policy import POLICIES, ExpertPolicy, legal_actions, pick_action
-from vical.serve.wire import context_error_body, error_body, read_request, reply_body, route
+from vical.serve.wire import (
+    context_error_body,
+    error_body,
+    read_request,
+    reply_body,
+    route,
+    unknown_model_body,
+)
+
+# the model names a server answers, as its banner and its 404 state them
+SERVED_MODELS = "random, first, expert, fault-<kind>[-<when>] and auditor-<mode>"
+
+
+def is_served_model(model: str) -> bool:
+    """Whether ``model`` is one of :data:`SERVED_MODELS`."""
+    return model in POLICIES or is_fault_model(model) or is_auditor_model(model)
 
 
 class BaselineServer(BackgroundServer):
@@ -42,6 +64,7 @@ class BaselineServer(BackgroundServer):
         record_bodies: bool = False,
         auditor: str = "valid",
         wm: str = "copy-last",
+        any_model: bool = True,
     ):
         check_fault_kinds(fault_kinds)
         from vical.wm.protocol import check_server_mode
@@ -54,6 +77,9 @@ class BaselineServer(BackgroundServer):
         self.fault_kinds = tuple(fault_kinds)
         self.retry_after = retry_after
         self.record_bodies = record_bodies
+        # True: any other model name is answered by the random policy (tests name their
+        # requests this way); False: it gets the provider's 404, as the command line does
+        self.any_model = any_model
         self.lock = threading.Lock()
         self.counts: Counter[str] = Counter()  # requests per model name
         self.stats: Counter[str] = Counter()  # "api:status" -> count
@@ -174,6 +200,9 @@ def _make_handler(server: BaselineServer) -> type[BaseHTTPRequestHandler]:
             )
             if server.record_bodies:
                 entry["body"] = body
+            if not server.any_model and not is_served_model(conv.model):
+                self._finish(entry, api, 404, unknown_model_body(api, conv.model, SERVED_MODELS))
+                return
             with server.lock:
                 n_before = server.counts[conv.model]
                 server.counts[conv.model] += 1

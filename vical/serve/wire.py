@@ -174,6 +174,7 @@ def error_body(api: str, status: int, message: str) -> dict[str, Any]:
         names = {
             400: "INVALID_ARGUMENT",
             401: "UNAUTHENTICATED",
+            404: "NOT_FOUND",
             429: "RESOURCE_EXHAUSTED",
             500: "INTERNAL",
         }
@@ -181,11 +182,22 @@ def error_body(api: str, status: int, message: str) -> dict[str, Any]:
     kinds = {
         400: "invalid_request_error",
         401: "authentication_error",
+        404: "invalid_request_error",
         429: "rate_limit_error",
         500: "server_error",
     }
-    code = {429: "rate_limit_exceeded", 401: "invalid_api_key"}.get(status)
+    code = {429: "rate_limit_exceeded", 401: "invalid_api_key", 404: "model_not_found"}.get(status)
     return {"error": {"message": message, "type": kinds.get(status), "param": None, "code": code}}
+
+
+def unknown_model_body(api: str, model: str, served: str) -> dict[str, Any]:
+    """The provider's error (HTTP 404) for a model name it does not serve; ``served``
+    says which names it does."""
+    if api == "gemini":
+        message = f"models/{model} is not found; this server serves {served}."
+    else:
+        message = f"The model `{model}` does not exist; this server serves {served}."
+    return error_body(api, 404, message)
 
 
 def context_error_body(api: str, conv: Conversation) -> dict[str, Any]:

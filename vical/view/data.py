@@ -10,7 +10,12 @@ cache keeps the last few).
 Frames come from the episode's ``frames/`` folder when the run saved them;
 otherwise the episode is replayed from its logged actions (invariant 1: a task
 and an action list fix every frame), and each replayed frame is checked against
-the frame hash the episode recorded.
+the frame hash the episode recorded. A replay runs on its own thread
+(:class:`Replay`) and hands out each frame as soon as it is made and checked,
+so the first frame of a long episode shows while the rest is still replaying;
+:meth:`Catalog.warm` starts one before its frames are asked for, and
+:meth:`Catalog.warm_simulators` imports the runs' simulators in the background
+(the slow part of a first replay) while the person reads the table.
 
 A bundle (``.tar.gz`` from ``vical submit``) is unpacked, with the same member
 rules as ``vical verify`` (no links, no paths outside the bundle, size caps), into
@@ -25,13 +30,16 @@ import json
 import tempfile
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vical.errors import RunFolderError
-from vical.outcomes import episode_name
+from vical.outcomes import FAILURE_MODES, episode_name
 from vical.run.results import EvalResult, RunManifest, read_manifest
+
+PASSED = "passed"  # the table's word for an episode with no failure mode
 
 
 class ViewError(ValueError):
@@ -111,9 +119,10 @@ class Catalog:
         except BaseException:
             self._tmp.cleanup()
             raise
-        self._frames: OrderedDict[tuple[str, str], list[bytes]] = OrderedDict()
+        self._replays: OrderedDict[tuple[str, str], Replay] = OrderedDict()
         self._cache_size = cache_episodes
         self._lock = threading.Lock()
+        self._warming: threading.Thread | None = None
 
     def _resolve(self, src: Path, i: int) -> Path:
         if src.is_dir():
@@ -187,6 +196,8 @@ class Catalog:
             for eps in row["runs"].values():
                 eps.sort(key=lambda e: e["run_index"])
         return {
+            # the outcome vocabulary of the table and its filter: vical.outcomes' names
+            "outcomes": [PASSED, *(str(m) for m in FAILURE_MODES)],
             "runs": [
                 {
                     "key": r.key,
@@ -309,38 +320,98 @@ class Catalog:
             raise ViewError(f"{task_id} has {len(clips)} demonstration(s); no video {index}")
         return load_demo_clip(task, clips[index]).mp4
 
+    # -- frames ------------------------------------------------------------------------
+    def _saved(self, key: str, episode: str) -> tuple[EvalResult, list[Path] | None]:
+        """The episode's result, and its saved frame files (None: they must be replayed)."""
+        run, r = self.result(key, episode)
+        return r, saved_frames(run.folder / "episodes" / episode, r)
+
+    def _replay(self, key: str, episode: str, r: EvalResult) -> Replay:
+        """The episode's replay: running or finished, or started now (kept LRU)."""
+        with self._lock:
+            rep = self._replays.get((key, episode))
+            if rep is not None:
+                self._replays.move_to_end((key, episode))
+                return rep
+            rep = self._replays[(key, episode)] = Replay(r)
+            # forget the oldest finished replays beyond the cache size
+            for k in [k for k, v in self._replays.items() if v.finished][
+                : max(0, len(self._replays) - self._cache_size)
+            ]:
+                del self._replays[k]
+            return rep
+
+    def warm(self, key: str, episode: str) -> None:
+        """Start replaying an episode whose frames were not saved (returns at once)."""
+        r, saved = self._saved(key, episode)
+        if saved is None:
+            self._replay(key, episode, r)
+
+    def warm_simulators(self) -> None:
+        """Import the simulators the runs' tasks need, once, on a background thread."""
+        with self._lock:
+            if self._warming is not None:
+                return
+            ids = sorted({r.task_id for run in self.runs for r in run.results.values()})
+            self._warming = threading.Thread(
+                target=_preload, args=(ids,), daemon=True, name="vical-view-warm"
+            )
+        self._warming.start()
+
     def frames(self, key: str, episode: str) -> list[bytes]:
         """Every frame of an episode as PNG bytes: saved ones, or replayed and checked."""
-        with self._lock:
-            hit = self._frames.get((key, episode))
-            if hit is not None:
-                self._frames.move_to_end((key, episode))
-                return hit
-        run, r = self.result(key, episode)
-        pngs = episode_frames(run.folder / "episodes" / episode, r)
-        with self._lock:
-            self._frames[(key, episode)] = pngs
-            while len(self._frames) > self._cache_size:
-                self._frames.popitem(last=False)
-        return pngs
+        r, saved = self._saved(key, episode)
+        if saved is not None:
+            return [p.read_bytes() for p in saved]
+        return self._replay(key, episode, r).all()
 
     def frame(self, key: str, episode: str, index: int) -> bytes:
-        pngs = self.frames(key, episode)
-        if not 0 <= index < len(pngs):
-            raise ViewError(f"{episode} has {len(pngs)} frames; no frame {index}")
-        return pngs[index]
+        """Frame ``index`` of an episode, as soon as it exists (saved, or replayed so far)."""
+        r, saved = self._saved(key, episode)
+        n = len(r.frame_hashes)
+        if not 0 <= index < n:
+            raise ViewError(f"{episode} has {n} frames; no frame {index}")
+        if saved is not None:
+            return saved[index].read_bytes()
+        return self._replay(key, episode, r).frame(index)
+
+
+def _preload(task_ids: list[str]) -> None:
+    """Import the simulator modules of ``task_ids`` (best effort: a replay reports problems)."""
+    from vical.envs import preload
+    from vical.spec import get_task
+
+    tasks = []
+    for t in task_ids:
+        try:
+            tasks.append(get_task(t))
+        except (KeyError, ValueError):
+            continue
+    preload(tasks)
+
+
+def saved_frames(folder: Path, r: EvalResult) -> list[Path] | None:
+    """The episode's saved frame files in order, or None when they are not all there."""
+    saved = sorted((folder / "frames").glob("*.png")) if (folder / "frames").is_dir() else []
+    return saved if len(saved) == len(r.frame_hashes) else None
 
 
 def episode_frames(folder: Path, r: EvalResult) -> list[bytes]:
     """The PNG frames of the episode in ``folder``: its saved ones, or replayed."""
-    saved = sorted((folder / "frames").glob("*.png")) if (folder / "frames").is_dir() else []
-    if len(saved) == len(r.frame_hashes):
+    saved = saved_frames(folder, r)
+    if saved is not None:
         return [p.read_bytes() for p in saved]
     return replay_frames(r)
 
 
 def replay_frames(r: EvalResult) -> list[bytes]:
     """Re-render an episode's frames by replaying its actions; each must match its hash."""
+    return list(replayed_frames(r))
+
+
+def replayed_frames(r: EvalResult) -> Iterator[bytes]:
+    """An episode's frames as PNG, one by one as the replay makes them, each checked
+    against the frame hash the episode recorded before it is given out."""
     from PIL import Image
 
     from vical.envs import make_env
@@ -351,22 +422,71 @@ def replay_frames(r: EvalResult) -> list[bytes]:
         Image.fromarray(frame).save(buf, format="PNG", compress_level=1)
         return buf.getvalue()
 
+    def differs(i: int) -> ViewError:
+        return ViewError(
+            f"{episode_name(r.task_id, r.run_index)}: replayed frame {i} differs from the "
+            "recorded one (other task data or simulator versions than the run's)"
+        )
+
+    expected = len(r.frame_hashes)
     env = make_env(r.task_id)
     try:
         frame = env.reset()
-        frames = [frame]
-        for a in r.actions:
-            frames.append(env.step(a).frame)
+        if not expected or frame_sha256(frame) != r.frame_hashes[0]:
+            raise differs(0)
+        yield png(frame)
+        for i, a in enumerate(r.actions, start=1):
+            frame = env.step(a).frame
+            if i >= expected or frame_sha256(frame) != r.frame_hashes[i]:
+                raise differs(min(i, expected))
+            yield png(frame)
     finally:
         env.close()
-    got = [frame_sha256(f) for f in frames]
-    if got != r.frame_hashes:
-        first = next(
-            (i for i, (a, b) in enumerate(zip(got, r.frame_hashes, strict=False)) if a != b),
-            min(len(got), len(r.frame_hashes)),
+    if len(r.actions) + 1 != expected:
+        raise differs(len(r.actions) + 1)
+
+
+class Replay:
+    """One episode replayed on a daemon thread; its frames are read as they come."""
+
+    def __init__(self, r: EvalResult) -> None:
+        self.name = episode_name(r.task_id, r.run_index)
+        self._pngs: list[bytes] = []
+        self._error: str | None = None
+        self.finished = False
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(
+            target=self._run, args=(r,), daemon=True, name=f"vical-view-replay {self.name}"
         )
-        raise ViewError(
-            f"{episode_name(r.task_id, r.run_index)}: replayed frame {first} differs from the "
-            "recorded one (other task data or simulator versions than the run's)"
-        )
-    return [png(f) for f in frames]
+        self._thread.start()
+
+    def _run(self, r: EvalResult) -> None:
+        error = None
+        try:
+            for png in replayed_frames(r):
+                with self._cond:
+                    self._pngs.append(png)
+                    self._cond.notify_all()
+        except ViewError as e:
+            error = str(e)
+        except Exception as e:  # a simulator that fails: say so to whoever waits
+            error = f"{self.name}: the replay failed ({type(e).__name__}: {e})"
+        with self._cond:
+            self._error, self.finished = error, True
+            self._cond.notify_all()
+
+    def frame(self, index: int) -> bytes:
+        """Frame ``index``, waiting until the replay has made and checked it."""
+        with self._cond:
+            self._cond.wait_for(lambda: len(self._pngs) > index or self.finished)
+            if index < len(self._pngs):
+                return self._pngs[index]
+            raise ViewError(self._error or f"{self.name} has {len(self._pngs)} frames")
+
+    def all(self) -> list[bytes]:
+        """Every frame, once the replay has finished (ViewError if it failed)."""
+        with self._cond:
+            self._cond.wait_for(lambda: self.finished)
+            if self._error is not None:
+                raise ViewError(self._error)
+            return list(self._pngs)

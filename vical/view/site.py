@@ -31,7 +31,7 @@ from vical.view.data import Catalog, ViewError, episode_frames
 from vical.view.web import HttpError, Reply, asset
 
 _PACKAGE = "vical.view"
-_EP = re.compile(r"^data/ep/(r\d+)/([A-Za-z0-9_.\-]+)\.js$")
+EPISODE_DATA = re.compile(r"^data/ep/(r\d+)/([A-Za-z0-9_.\-]+)\.js$")
 _FRAME = re.compile(r"^frames/(r\d+)/([A-Za-z0-9_.\-]+)/(\d+)\.png$")
 _DEMO = re.compile(r"^demos/([a-z0-9_\-]+)__([A-Za-z0-9_.\-]+)/(\d+)\.mp4$")
 STATIC = ("view.js", "view.css")
@@ -52,7 +52,7 @@ def page(catalog: Catalog, path: str) -> Reply:
             return asset(_PACKAGE, path.removeprefix("static/"))
         if path == "data/index.js":
             return 200, "text/javascript; charset=utf-8", data_script("index", catalog.index())
-        m = _EP.match(path)
+        m = EPISODE_DATA.match(path)
         if m:
             key, ep = m.groups()
             value = catalog.episode(key, ep)

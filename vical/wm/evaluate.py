@@ -33,10 +33,15 @@ def cases_digest(folder: Path) -> str:
 
 
 def _write(path: Path, data: bytes) -> None:
+    """Write ``path`` whole or not at all (a temporary file renamed into place)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:  # an interrupt too: no stray temporary file is left
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _json(obj: Any) -> bytes:
@@ -121,6 +126,9 @@ def evaluate(
         "case_sha256": {c.id: case_sha256(c) for c in cases},
         "format": 1,
     }
+    # an earlier run's scores must not pass for this one's if it is interrupted
+    for stale in (SUMMARY, SCORES):
+        (out / stale).unlink(missing_ok=True)
     _write(out / MANIFEST, _json(manifest))
     try:
         for i, case in enumerate(cases):

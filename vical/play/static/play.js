@@ -3,6 +3,10 @@
 
 let state = null;
 let busy = false;
+// Moves pressed while the next screen is still coming: applied in order, one per
+// screen, as soon as each screen arrives (a person types ahead; no press is lost).
+let queue = [];
+let dropped = "";
 
 const $ = (id) => document.getElementById(id);
 
@@ -36,15 +40,64 @@ async function send(path, body) {
   } catch (e) {
     $("error").textContent = e.message;
     $("error").hidden = false;
+    if (queue.length) drop(`not applied after the error: ${names(queue)}`);
     draw(await call("GET", "/api/state"));
   } finally {
     busy = false;
     setDisabled(false);
   }
+  next();
+}
+
+// a move: sent now if the screen is current, else queued behind the pending ones
+function move(action, input) {
+  if (busy || queue.length) {
+    queue.push({ action, input: input + " (queued)" });
+    drawQueue();
+    return;
+  }
+  send("/api/act", { step: state.play.step, action, input });
+}
+
+// the next queued move, for the screen that just arrived
+function next() {
+  if (!queue.length || busy) return;
+  if (state && state.phase === "play" && state.play) {
+    const m = queue.shift();
+    drawQueue();
+    send("/api/act", { step: state.play.step, action: m.action, input: m.input });
+  } else if (state && state.phase !== "play") {
+    drop(`not applied, the episode had ended: ${names(queue)}`);
+  }
+}
+
+function names(moves) { return moves.map((m) => m.action).join(", "); }
+
+function drop(why) {
+  dropped = `${queue.length} queued move(s) ${why}`;
+  queue = [];
+  drawQueue();
+}
+
+function drawQueue() {
+  $("queue").textContent = queue.length ? `Queued, applied in order: ${names(queue)}` : "";
+  $("queue").hidden = !queue.length;
+  for (const id of ["dropped", "over-dropped"]) {
+    $(id).textContent = dropped;
+    $(id).hidden = !dropped;
+  }
+}
+
+function drawApplied(list, id) {
+  const box = $(id);
+  box.replaceChildren();
+  for (const a of list || []) box.append(Object.assign(document.createElement("li"), { textContent: a }));
+  box.parentElement.hidden = !(list && list.length);
 }
 
 function setDisabled(v) {
-  for (const b of document.querySelectorAll("button")) b.disabled = v;
+  // moves stay pressable (they queue); starting and leaving an episode wait
+  for (const id of ["start", "next"]) $(id).disabled = v;
 }
 
 function drawBrief(task) {
@@ -92,7 +145,7 @@ function drawBrief(task) {
   }
 }
 
-function drawButtons(task, step) {
+function drawButtons(task) {
   const box = $("buttons");
   box.replaceChildren();
   for (const a of task.actions) {
@@ -101,16 +154,19 @@ function drawButtons(task, step) {
     const k = document.createElement("kbd");
     k.textContent = keyLabel(a.key);
     b.append(a.name + " ", k);
-    b.addEventListener("click", () => send("/api/act", { step, action: a.name, input: "button" }));
+    b.addEventListener("click", () => move(a.name, "button"));
     box.append(b);
   }
 }
 
 function draw(s) {
   state = s;
+  // position counts the session's items (a task played --runs times is several):
+  // "episode 2 of 4", not "task 2 of 4"
+  const one = s.unit.replace(/s$/, "");
   $("progress").textContent = s.total
     ? `participant ${s.participant} · ${s.finished} of ${s.total} ${s.unit} done`
-      + (s.position ? ` · task ${s.position} of ${s.total}` : "")
+      + (s.position ? ` · ${one} ${s.position} of ${s.total}` : "")
     : "";
   if (s.task) drawBrief(s.task);
   if (s.phase === "play" && s.play) {
@@ -120,13 +176,18 @@ function draw(s) {
     $("frame").dataset.step = s.play.step;
     $("step").textContent = `Move ${s.play.step + 1} of ${s.task.max_steps}`;
     $("left").textContent = `(${s.play.moves_left} left)`;
-    drawButtons(s.task, s.play.step);
+    if ($("buttons").dataset.task !== s.task.id) {
+      $("buttons").dataset.task = s.task.id;
+      drawButtons(s.task);
+    }
+    drawApplied(s.play.applied, "applied");
   } else if (s.phase === "play") {
     // the episode is still building its first frame: ask again shortly
     setTimeout(() => call("GET", "/api/state").then(draw).catch(fail), 500);
   } else if (s.phase === "over") {
     show("over");
     const o = s.over || {};
+    drawApplied(o.applied, "over-applied");
     $("over-text").textContent = o.error
       ? `The episode was not recorded: ${o.error}`
       : s.task && s.task.record
@@ -134,6 +195,9 @@ function draw(s) {
         : `The episode ended after ${o.steps} move(s) and is saved.`;
   } else if (s.phase === "brief") {
     show("brief");
+    $("buttons").dataset.task = "";
+    dropped = "";
+    drawQueue();
   } else if (s.phase === "done") {
     show("done");
   }
@@ -151,7 +215,7 @@ document.addEventListener("keydown", (e) => {
   const a = state.task.actions.find((x) => x.key === key);
   if (!a) return;
   e.preventDefault();
-  send("/api/act", { step: state.play.step, action: a.name, input: "key:" + e.key });
+  move(a.name, "key:" + e.key);
 });
 
 $("start").addEventListener("click", () => send("/api/start"));

@@ -65,20 +65,19 @@ function runStats(row, key) {
   return { score, passed: eps.filter((e) => e.passed).length, n: eps.length };
 }
 
-function label(e) { return e.passed ? "passed" : e.outcome || e.failure_mode || "not passed"; }
+// one outcome vocabulary (index.outcomes, from vical/outcomes.py): "passed" or the
+// episode's failure mode; the game's own word (Victory, Time Out) shows in the player
+function label(e) { return e.passed ? "passed" : e.failure_mode || "not passed"; }
 
 function buildFilters() {
   const envs = [...new Set(index.tasks.map((t) => t.env))].sort();
   const types = [...new Set(index.tasks.flatMap((t) => t.types))].sort();
-  const outcomes = new Set();
-  for (const t of index.tasks) for (const eps of Object.values(t.runs)) for (const e of eps) {
-    if (e.outcome) outcomes.add(e.outcome);
-    if (e.failure_mode) outcomes.add(e.failure_mode);
-  }
+  const seen = new Set();
+  for (const t of index.tasks) for (const eps of Object.values(t.runs)) for (const e of eps) seen.add(label(e));
   const add = (sel, values) => { for (const v of values) sel.append(el("option", { value: v, textContent: v })); };
   add($("f-env"), envs);
   add($("f-type"), types);
-  add($("f-outcome"), ["passed", "failed", ...[...outcomes].sort()]);
+  add($("f-outcome"), index.outcomes.filter((o) => seen.has(o)));
   for (const id of ["f-env", "f-type", "f-outcome", "f-text"]) {
     $(id).addEventListener("input", () => { drawTable(); remember(); });
   }
@@ -106,9 +105,7 @@ function matches(row) {
   if (text && !row.task.toLowerCase().includes(text)) return false;
   if (outcome) {
     const eps = Object.values(row.runs).flat();
-    const hit = eps.some((e) => outcome === "passed" ? e.passed
-      : outcome === "failed" ? !e.passed
-      : e.outcome === outcome || e.failure_mode === outcome);
+    const hit = eps.some((e) => label(e) === outcome);
     if (!hit) return false;
   }
   return true;
@@ -215,9 +212,9 @@ function makePane(detail) {
   const node = $("pane-tpl").content.firstElementChild.cloneNode(true);
   node.dataset.episode = `${detail.run}/${detail.episode}`;
   node.querySelector(".ep-title").textContent = `${detail.task} · run ${detail.run_index} · ${detail.run_label}`;
-  const verdict = detail.passed ? "passed" : "not passed";
+  const game = detail.outcome ? ` (the game: ${detail.outcome})` : "";
   node.querySelector(".ep-summary").textContent =
-    `score ${fmt(detail.score)} · ${verdict} · ${detail.outcome || detail.failure_mode || "no outcome"} · ` +
+    `score ${fmt(detail.score)} · ${label(detail)}${game} · ` +
     `${detail.steps}/${detail.max_steps} steps · frames ${detail.frames_saved ? "saved" : "replayed"}`;
   const [env, variant] = detail.task.split("/");
   const demos = node.querySelector(".demos");
@@ -250,7 +247,8 @@ function drawPane(p, i) {
   const d = p.detail;
   const k = Math.min(i, d.frame_hashes.length - 1);
   const img = p.node.querySelector(".frame");
-  img.src = `frames/${d.run}/${d.episode}/${k}.png`;
+  const src = `frames/${d.run}/${d.episode}/${k}.png`;
+  if (img.getAttribute("src") !== src) showFrame(p, img, src, k);
   img.dataset.step = k;
   img.alt = `frame ${k} of ${d.episode}`;
   p.mark(k);
@@ -269,6 +267,33 @@ function drawPane(p, i) {
   const box = p.node.querySelector(".attempts");
   box.replaceChildren(...turn.attempts.map((a, j) => attemptNode(a, j, turn.attempts.length)));
   if (!turn.attempts.length && dec) box.append(el("p", { class: "muted" }, `${d.agent} agent: no model text.`));
+}
+
+// A frame that is not there yet (a replay still running) shows a loading line over
+// the previous frame, or over the empty pane, until it arrives or fails.
+function showFrame(p, img, src, k) {
+  const status = p.node.querySelector(".frame-status");
+  const d = p.detail;
+  status.className = "frame-status loading";
+  status.textContent = d.frames_saved ? `loading frame ${k}…`
+    : `replaying the episode's actions: frame ${k} of ${d.frame_hashes.length - 1}…`;
+  status.hidden = false;
+  img.classList.add("pending");
+  img.onload = () => {
+    if (img.getAttribute("src") !== src) return;
+    status.hidden = true;
+    img.classList.remove("pending");
+  };
+  img.onerror = () => {
+    if (img.getAttribute("src") !== src) return;
+    status.className = "frame-status failed";
+    status.textContent = `frame ${k} cannot be shown`;
+    // the server says why in a JSON body (an exported folder has no server to ask)
+    fetch(src).then((r) => r.json()).then((j) => {
+      if (img.getAttribute("src") === src && j.error) status.textContent = `frame ${k} cannot be shown: ${j.error}`;
+    }).catch(() => {});
+  };
+  img.src = src;
 }
 
 function seek(i) {
