@@ -257,7 +257,9 @@ def test_verify_refuses_a_run_that_claims_another_condition(bundles, tmp_path):
     root = unpack(paths["detailed-video"], tmp_path / "b")
     _set_rules(root, "basic", logs=True)
     bad = repack(root, tmp_path / "b.tar.gz", rehash=True, resign_key=priv)
-    with pytest.raises(VerifyError, match=r"not the protocol.s under the declared condition \(basic rules"):
+    with pytest.raises(
+        VerifyError, match=r"not the protocol.s under the declared condition \(basic rules"
+    ):
         verify_bundle(bad, pubkeys=[pub], workers=1, progress=False)
 
 

@@ -49,7 +49,7 @@ class Adapter(ALEAdapter):
     """
 
     def start(self) -> None:
-        self.start_lives = self.ale.lives()
+        self.start_lives: int | None = self.ale.lives()
         self.start_room = int(self.ram()[ROOM_BYTE])
         self.died = False
         self.exited = False
@@ -58,7 +58,8 @@ class Adapter(ALEAdapter):
         super().on_tick(tick)
         if self.died or self.exited:
             return
-        if tick.terminated or self.ale.lives() < self.start_lives:
+        start = self.start_lives
+        if tick.terminated or (start is not None and self.ale.lives() < start):
             self.died = True
         elif int(self.ram()[ROOM_BYTE]) != self.start_room:
             self.exited = True
