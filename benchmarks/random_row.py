@@ -40,7 +40,7 @@ def main() -> None:
     for c in TABLE1_COLUMNS:
         cell = rep.columns[c]
         ps, pp = paper[c]
-        s, p = cell.score or 0.0, 100 * (cell.pass_rate or 0.0)
+        s, p = cell.score or 0.0, cell.pass_rate or 0.0
         print(f"| {c} | {s:.1f} / {p:.0f} | {ps} / {pp} | {s - ps:+.1f} / {p - pp:+.0f} |")
     print()
     print(f"| column | largest shares of the S delta (top {args.top}) | of the P% delta |")
@@ -50,7 +50,7 @@ def main() -> None:
         n = len(envs)
         ps, pp = paper[c]
         s_share = sorted(((e.score - ps) / n, e.env) for e in envs)
-        p_share = sorted(((100 * e.pass_rate - pp) / n, e.env) for e in envs)
+        p_share = sorted(((e.pass_rate - pp) / n, e.env) for e in envs)
 
         def top(shares: list[tuple[float, str]]) -> str:
             picked = sorted(shares, key=lambda t: -abs(t[0]))[: args.top]
@@ -62,7 +62,7 @@ def main() -> None:
     print("|---|---:|---:|---|")
     for e in sorted(rep.envs, key=lambda e: e.env):
         cols = ", ".join(m for m in members(e.tags) if m != "All")
-        print(f"| {e.env} | {e.score:.1f} | {100 * e.pass_rate:.0f} | {cols} |")
+        print(f"| {e.env} | {e.score:.1f} | {e.pass_rate:.0f} | {cols} |")
 
 
 if __name__ == "__main__":
