@@ -73,15 +73,30 @@ def dataset(session: nox.Session) -> None:
 @nox.session(python=PY)
 def wm(session: nox.Session) -> None:
     """World-model track: the 400 cases built twice (byte-identical), every exact read-back,
-    the HTTP world model end to end; then the four controls on all 400 cases and their report."""
+    the HTTP world model end to end; then the simulator, copy-last, the branch swap and
+    the no-op and shuffled controls on all 400 cases, and their report."""
     _install(session)
     tests = [f"tests/test_wm_{m}.py" for m in ("cases", "readback", "score", "http")]
     session.run("python", "-m", "pytest", "-m", "slow or not slow", *tests, *session.posargs)
     session.run("vical", "wm", "build", "--out", "build/wm")
-    runs = [f"runs/wm-{c}" for c in ("simulator", "copy-last", "noop", "shuffled")]
-    for run in runs:
-        control = run.removeprefix("runs/wm-")
-        session.run("vical", "wm", "eval", "--wm", control, "--cases", "build/wm", "--out", run)
+    # (run name, world model, intervention): the simulator and copy-last under the cases'
+    # own actions, the cross-branch swap, and copy-last under the no-op and shuffled
+    # controls, each scored against its own target
+    plan = [
+        ("simulator", "simulator", "own"),
+        ("copy-last", "copy-last", "own"),
+        ("branch-swap", "branch-swap", "own"),
+        ("copy-last-noop", "copy-last", "noop"),
+        ("copy-last-shuffled", "copy-last", "shuffled"),
+    ]
+    runs = []
+    for name, model, control in plan:
+        run = f"runs/wm-{name}"
+        runs.append(run)
+        session.run(
+            "vical", "wm", "eval", "--wm", model, "--control", control,
+            "--cases", "build/wm", "--out", run,
+        )  # fmt: skip
     session.run("vical", "wm", "report", *runs, "--out", "runs/wm-report.md")
 
 

@@ -1,4 +1,4 @@
-"""Scoring against the simulator's truth, the four controls, and re-scoring."""
+"""Scoring against the simulator's truth, the controls and their targets, and re-scoring."""
 
 import json
 
@@ -13,37 +13,166 @@ from vical.wm.score import CaseScore, score_case, spec_on_pixels, summarize
 
 @pytest.fixture(scope="module")
 def cases_dir(tmp_path_factory):
-    """Two contexts of small-framed games: Breakout (exact read-back), Freeway (pixel checks)."""
-    return build_wm_cases(tmp_path_factory.mktemp("wm-cases"), ("breakout", "freeway"))
+    """Three contexts: Breakout (exact read-back), Freeway (pixel checks), Taxi (no NOOP)."""
+    return build_wm_cases(tmp_path_factory.mktemp("wm-cases"), ("breakout", "freeway", "taxi"))
+
+
+RUNS = {
+    "simulator": ("simulator", "own"),
+    "copy-last": ("copy-last", "own"),
+    "branch-swap": ("branch-swap", "own"),
+    "copy-last/noop": ("copy-last", "noop"),
+    "simulator/noop": ("simulator", "noop"),
+    "copy-last/shuffled": ("copy-last", "shuffled"),
+    "simulator/shuffled": ("simulator", "shuffled"),
+}
 
 
 @pytest.fixture(scope="module")
 def runs(cases_dir, tmp_path_factory):
     root = tmp_path_factory.mktemp("wm-runs")
-    return {
-        m: (root / m, evaluate(m, cases_dir, root / m))
-        for m in ("simulator", "copy-last", "noop", "shuffled")
-    }
+    out = {}
+    for key, (model, control) in RUNS.items():
+        run = root / key.replace("/", "-")
+        out[key] = (run, evaluate(model, cases_dir, run, control=control))
+    return out
+
+
+def _scores(run):
+    return [json.loads(x) for x in (run / SCORES).read_text().splitlines()]
 
 
 def test_simulator_is_the_ceiling(runs):
     summary = runs["simulator"][1]
-    for part in ("score", "fidelity", "counterfactual", "spec"):
+    for part in ("score", "fidelity", "counterfactual", "spec", "ssim_skill", "psnr_skill"):
         assert summary["index"][part]["mean"] == 100.0
-    scores = [json.loads(x) for x in (runs["simulator"][0] / SCORES).read_text().splitlines()]
-    assert len(scores) == 10 and all(s["score"] == 100.0 for s in scores)
+    scores = _scores(runs["simulator"][0])
+    assert len(scores) == 15 and all(s["score"] == 100.0 for s in scores)
 
 
-def test_action_blind_controls_win_at_most_one_branch_per_context(runs):
-    for m in ("copy-last", "noop"):
-        summary = runs[m][1]
-        assert summary["index"]["counterfactual"]["mean"] <= 20.0
-        assert summary["index"]["score"]["mean"] < 100.0
+def test_skill_is_zero_for_copy_last_and_100_for_the_simulator(runs):
+    """Under every intervention, per case and in the summary, by construction."""
+    for control in ("", "/noop", "/shuffled"):
+        for model, want in (("copy-last", 0.0), ("simulator", 100.0)):
+            run, summary = runs[model + control]
+            for s in _scores(run):
+                assert s["ssim_skill"] in (want, None) and s["psnr_skill"] in (want, None)
+            for part in ("ssim_skill", "psnr_skill"):
+                assert summary["index"][part]["mean"] == want
+                for sc in summary["scenarios"].values():
+                    assert sc[part]["mean"] in (want, None)
 
 
-def test_shuffled_control_never_wins_its_own_branch(runs):
+def test_skill_degenerate_case_is_excluded_and_counted():
+    from vical.wm.score import PSNR_CAP, skill
+
+    assert skill(0.5, 1.0, 1.0) is None and skill(PSNR_CAP, PSNR_CAP, PSNR_CAP) is None
+    assert skill(0.8, 0.9, 1.0) == pytest.approx(-100.0)  # worse than persistence: negative
+    summary = summarize([_cs("a", 50.0, None), _cs("a", 50.0, 40.0)], samples=50)
+    entry = summary["scenarios"]["s"]["ssim_skill"]
+    assert entry["mean"] == 40.0 and entry["n"] == 1
+    assert summary["scenarios"]["s"]["cases"] == 2
+
+
+def test_report_shows_skill_columns_controls_and_targets(runs):
+    text = report_markdown([runs[m][0] for m in RUNS])
+    assert "| run | SSIM skill | PSNR skill | counterfactual |" in text
+    assert "SSIM (raw) | PSNR dB (raw) |" in text
+    assert "| simulator (control) | 100.0 [100.0, 100.0] | 100.0 [100.0, 100.0] |" in text
+    assert "| copy-last (control) | 0.0 [0.0, 0.0] | 0.0 [0.0, 0.0] |" in text
+    assert "## Controls and their targets" in text
+    assert "| noop intervention | any model's frames | the simulator's frames after " in text
+    assert "| shuffled intervention |" in text and "| branch-swap (model) |" in text
+    # Taxi has no NOOP action: the table says so rather than scoring a stand-in
+    taxi = text.split("## t-taxi", 1)[1]
+    assert "| copy-last (control), noop intervention | no NOOP action in taxi |" in taxi
+    assert "copy-last (control), noop intervention: scored against the simulator's" in text
+
+
+def test_action_blind_control_wins_at_most_one_branch_per_context(runs):
+    summary = runs["copy-last"][1]
+    assert summary["index"]["counterfactual"]["mean"] <= 20.0
+    assert summary["index"]["score"]["mean"] < 100.0
+
+
+def test_branch_swap_control_never_wins_its_own_branch(runs):
     # it predicts another branch's truth exactly, so it is always closer to that one
-    assert runs["shuffled"][1]["index"]["counterfactual"]["mean"] == 0.0
+    assert runs["branch-swap"][1]["index"]["counterfactual"]["mean"] == 0.0
+
+
+def test_control_interventions_score_image_metrics_only(runs):
+    for key in ("copy-last/noop", "copy-last/shuffled"):
+        for s in _scores(runs[key][0]):
+            assert s["counterfactual"] is None and s["spec"] is None and s["score"] is None
+        assert runs[key][1]["index"]["counterfactual"]["mean"] is None
+
+
+def test_noop_target_is_the_simulator_stepping_its_noop(runs, cases_dir):
+    from vical.wm.cases import load_cases
+    from vical.wm.controls import control_target, noop_action
+    from vical.wm.evaluate import MANIFEST, load_predictions
+    from vical.wm.sim import ContextSim
+
+    run = runs["simulator/noop"][0]
+    manifest = json.loads((run / MANIFEST).read_text())
+    cases = load_cases(cases_dir)
+    breakout, taxi = cases[0], cases[-1]
+    assert noop_action(taxi) is None
+    assert manifest["unavailable"] == {c.id: "no NOOP action in taxi" for c in cases[10:]}
+    assert breakout.id in manifest["cases"] and taxi.id not in manifest["cases"]
+    name = noop_action(breakout)
+    assert name == "NOOP" and manifest["interventions"][breakout.id] == [name] * 4
+    with ContextSim(breakout.origin, snapshot=False) as sim:
+        stepped = [sim.env.step(name).frame.copy() for _ in breakout.intervention]
+    target = control_target(breakout, "noop")
+    assert target.intervention == [name] * 4
+    assert all(np.array_equal(a, b) for a, b in zip(target.frames, stepped, strict=True))
+    # the simulator run predicted exactly that target, and was scored against it
+    assert all(
+        np.array_equal(a, b) for a, b in zip(load_predictions(run, breakout), stepped, strict=True)
+    )
+    assert control_target(taxi, "noop").frames is None
+
+
+def test_shuffled_target_is_the_simulator_on_the_shuffled_order(runs, cases_dir):
+    from vical.wm.cases import load_cases, load_frames
+    from vical.wm.controls import control_target, shuffled_order
+    from vical.wm.evaluate import MANIFEST
+    from vical.wm.sim import ContextSim
+
+    manifest = json.loads((runs["simulator/shuffled"][0] / MANIFEST).read_text())
+    cases = load_cases(cases_dir)
+    mixed = [c for c in cases if len(set(c.intervention)) > 1]
+    held = [c for c in cases if len(set(c.intervention)) == 1]
+    assert mixed and held
+    for c in held:
+        assert shuffled_order(c) is None and c.id in manifest["unavailable"]
+    case = next(c for c in mixed if c.id in manifest["cases"])
+    order = shuffled_order(case)
+    assert order != case.intervention and sorted(order) == sorted(case.intervention)
+    assert shuffled_order(case) == order  # seeded: the same order every time
+    assert manifest["interventions"][case.id] == order
+    with ContextSim(case.origin, snapshot=False) as sim:
+        stepped = [sim.env.step(a).frame.copy() for a in order]
+    target = control_target(case, "shuffled")
+    assert all(np.array_equal(a, b) for a, b in zip(target.frames, stepped, strict=True))
+    # the own target is the stored truth
+    own = control_target(case, "own", cases_dir)
+    truth = load_frames(cases_dir, case.truth_frames)
+    assert all(np.array_equal(a, b) for a, b in zip(own.frames, truth, strict=True))
+
+
+def test_control_runs_rescore_and_catch_tampering(runs, cases_dir):
+    from vical.wm.evaluate import MANIFEST
+
+    run = runs["copy-last/shuffled"][0]
+    assert rescore(run, cases_dir) == []
+    path = run / MANIFEST
+    manifest = json.loads(path.read_text())
+    cid = manifest["cases"][0]
+    manifest["interventions"][cid] = list(reversed(manifest["interventions"][cid]))
+    path.write_text(json.dumps(manifest))
+    assert any(cid in p for p in rescore(run, cases_dir))
 
 
 def test_rescore_rederives_and_catches_tampering(runs, cases_dir):
@@ -59,7 +188,7 @@ def test_rescore_rederives_and_catches_tampering(runs, cases_dir):
 
 def test_report_lists_every_run_per_scenario(runs):
     text = report_markdown([runs[m][0] for m in ("simulator", "copy-last")])
-    assert "## t-breakout" in text and "## t-freeway" in text
+    assert "## t-breakout" in text and "## t-freeway" in text and "## t-taxi" in text
     assert "| simulator (control) | 100.0 [100.0, 100.0]" in text
 
 
@@ -88,26 +217,38 @@ def test_pixel_checks():
     assert r == 0.0 and p == pytest.approx(62 / 63)
 
 
-def test_bootstrap_resamples_environments():
-    def cs(env, v):
-        return CaseScore(
-            case=f"{env}{v}",
-            scenario="s",
-            env=env,
-            score=v,
-            fidelity=v,
-            counterfactual=v,
-            spec=v,
-            required=None,
-            protected=1.0,
-            psnr=0.0,
-            exact=False,
-        )
+def _cs(env, v, skill=0.0):
+    return CaseScore(
+        case=f"{env}{v}{skill}",
+        scenario="s",
+        env=env,
+        score=v,
+        fidelity=v,
+        counterfactual=v,
+        spec=v,
+        required=None,
+        protected=1.0,
+        psnr=0.0,
+        ssim_skill=skill,
+        psnr_skill=skill,
+        exact=False,
+    )
 
-    summary = summarize([cs("a", 0.0), cs("a", 0.0), cs("b", 100.0)], samples=200)
+
+def test_bootstrap_resamples_environments():
+    summary = summarize([_cs("a", 0.0), _cs("a", 0.0), _cs("b", 100.0)], samples=200)
     entry = summary["scenarios"]["s"]["score"]
     assert entry["mean"] == pytest.approx(33.333, abs=1e-3)
     assert entry["ci95"][0] == 0.0 and entry["ci95"][1] == 100.0
+
+
+def test_bootstrap_uses_ten_thousand_resamples_by_default():
+    import inspect
+
+    from vical.wm.score import BOOTSTRAP_SAMPLES
+
+    assert BOOTSTRAP_SAMPLES == 10_000
+    assert inspect.signature(summarize).parameters["samples"].default == 10_000
 
 
 def test_a_world_model_class_outside_vical(cases_dir, tmp_path, monkeypatch):

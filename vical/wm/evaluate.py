@@ -1,8 +1,12 @@
 """Running a world model over the cases, storing its predictions, scoring and re-scoring.
 
-A world-model run folder holds ``manifest.json`` (model, case set digest, case
-count), ``predictions/<case id>/pred_<i>.png`` (every predicted frame), and
-``scores.jsonl`` and ``summary.json`` (written last). Because the predictions are
+A world-model run folder holds ``manifest.json`` (model, control intervention,
+case set digest, the cases predicted and those the control has no target for),
+``predictions/<case id>/pred_<i>.png`` (every predicted frame), and
+``scores.jsonl`` and ``summary.json`` (written last). A run is made under one
+intervention (:mod:`vical.wm.controls`): the case's own (scored against the
+stored truth) or a control's (scored against the simulator's frames for it,
+re-derived whenever the run is scored). Because the predictions are
 stored, a run can be re-scored at any time against truth re-derived from the
 simulator (:func:`rescore`), which is what ``vical verify`` does for a bundle.
 """
@@ -19,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from vical.wm.cases import CASES_FILE, Case, decode_png, encode_png, load_cases, load_frames
+from vical.wm.controls import INTERVENTIONS, TARGETS, control_target
 from vical.wm.models import Request, WorldModel, get_wm
 from vical.wm.score import CaseScore, score_case, summarize
 
@@ -54,14 +59,15 @@ def case_sha256(case: Case) -> str:
     return hashlib.sha256(line.encode()).hexdigest()
 
 
-def request_for(case: Case, folder: Path) -> Request:
+def request_for(case: Case, folder: Path, intervention: list[str] | None = None) -> Request:
+    """The model's request for a case: its own intervention unless ``intervention`` is given."""
     return Request(
         case=case.id,
         env=case.env,
         actions=list(case.actions),
         context=load_frames(folder, case.context_frames),
         context_actions=list(case.context_actions),
-        intervention=list(case.intervention),
+        intervention=list(case.intervention if intervention is None else intervention),
     )
 
 
@@ -92,7 +98,19 @@ def score_predictions(
     all_cases: list[Case],
     predictions: Callable[[Case], list[np.ndarray]],
     truths: dict[str, list[np.ndarray]] | None = None,
+    control: str = "own",
 ) -> list[CaseScore]:
+    """Score each case's predictions against its target: the truth (``own``), else the
+    control's target re-derived from the simulator."""
+    if control != "own":
+        out = []
+        for case in cases:
+            target = control_target(case, control)
+            if target.frames is None:
+                raise ValueError(f"{case.id}: the {control} control has no target here")
+            last = load_frames(folder, case.context_frames[-1:])[0]
+            out.append(score_case(case, last, target.frames, predictions(case), None))
+        return out
     truths = truths if truths is not None else _truths(folder, cases, all_cases)
     out = []
     for case in cases:
@@ -102,37 +120,74 @@ def score_predictions(
     return out
 
 
+def summary_of(manifest: dict[str, Any], scores: list[CaseScore]) -> dict[str, Any]:
+    """A run's summary: the model, its control intervention and target, the unavailable
+    cases by scenario, and the means and intervals of :func:`summarize`."""
+    control = manifest.get("control", "own")
+    unavailable: dict[str, dict[str, Any]] = {}
+    for cid, why in sorted((manifest.get("unavailable") or {}).items()):
+        entry = unavailable.setdefault(cid.rsplit("/", 1)[0], {"cases": 0, "reasons": []})
+        entry["cases"] += 1
+        if why not in entry["reasons"]:
+            entry["reasons"].append(why)
+    return {
+        "model": manifest["model"],
+        "control": control,
+        "target": TARGETS[control][0],
+        "tests": TARGETS[control][1],
+        "unavailable": unavailable,
+        **summarize(scores),
+    }
+
+
 def evaluate(
     model: WorldModel | str,
     cases_dir: Path,
     out: Path,
     scenarios: Sequence[str] | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    control: str = "own",
 ) -> dict[str, Any]:
-    """Run ``model`` on the cases, store its predictions, score them; return the summary."""
+    """Run ``model`` on the cases, store its predictions, score them; return the summary.
+
+    ``control``: the intervention the model is given (:mod:`vical.wm.controls`);
+    cases for which the control has no target are listed, not predicted.
+    """
+    if control not in INTERVENTIONS:
+        raise ValueError(f"control {control!r} is not one of {', '.join(INTERVENTIONS)}")
     cases_dir, out = Path(cases_dir), Path(out)
     all_cases = load_cases(cases_dir)
-    cases = select(all_cases, scenarios)
+    chosen = select(all_cases, scenarios)
     if isinstance(model, str):
         kwargs: dict[str, Any] = {}
-        if model == "shuffled":
+        if model == "branch-swap":
             kwargs["interventions"] = {c.id: list(c.intervention) for c in all_cases}
         model = get_wm(model, **kwargs)
+    # every control's actions and target are fixed before the model sees a case
+    targets = {c.id: control_target(c, control, cases_dir) for c in chosen}
+    cases = [c for c in chosen if targets[c.id].frames is not None]
     out.mkdir(parents=True, exist_ok=True)
-    manifest = {
+    manifest: dict[str, Any] = {
         "model": model.name,
         "cases_sha256": cases_digest(cases_dir),
         "cases": [c.id for c in cases],
         "case_sha256": {c.id: case_sha256(c) for c in cases},
         "format": 1,
     }
+    if control != "own":
+        manifest["control"] = control
+        manifest["interventions"] = {c.id: targets[c.id].intervention for c in cases}
+        manifest["unavailable"] = {
+            c.id: targets[c.id].unavailable for c in chosen if targets[c.id].frames is None
+        }
     # an earlier run's scores must not pass for this one's if it is interrupted
     for stale in (SUMMARY, SCORES):
         (out / stale).unlink(missing_ok=True)
     _write(out / MANIFEST, _json(manifest))
     try:
         for i, case in enumerate(cases):
-            frames = model.predict(request_for(case, cases_dir), case)
+            actions = targets[case.id].intervention
+            frames = model.predict(request_for(case, cases_dir, actions), case)
             if len(frames) != len(case.intervention):
                 raise ValueError(
                     f"{case.id}: {model.name} returned {len(frames)} frames for "
@@ -158,10 +213,16 @@ def score_run(run: Path, cases_dir: Path) -> dict[str, Any]:
     all_cases = load_cases(cases_dir)
     by_id = {c.id: c for c in all_cases}
     cases = [by_id[i] for i in manifest["cases"]]
-    scores = score_predictions(cases_dir, cases, all_cases, lambda c: load_predictions(run, c))
+    scores = score_predictions(
+        cases_dir,
+        cases,
+        all_cases,
+        lambda c: load_predictions(run, c),
+        control=manifest.get("control", "own"),
+    )
     lines = "".join(json.dumps(s.model_dump(), sort_keys=True) + "\n" for s in scores)
     _write(run / SCORES, lines.encode())
-    summary = {"model": manifest["model"], **summarize(scores)}
+    summary = summary_of(manifest, scores)
     _write(run / SUMMARY, _json(summary))
     return summary
 
@@ -190,6 +251,9 @@ def rescore(run: Path, cases_dir: Path) -> list[str]:
     if problems:
         return problems
     cases = [by_id[i] for i in manifest["cases"]]
+    control = manifest.get("control", "own")
+    if control != "own":
+        return _rescore_control(run, cases_dir, manifest, cases, all_cases, control)
     need = sorted({b for c in cases for b in c.branches})
     truths: dict[str, list[np.ndarray]] = {}
     from vical.wm.cases import pixels_sha256
@@ -207,6 +271,13 @@ def rescore(run: Path, cases_dir: Path) -> list[str]:
             cases_dir, cases, all_cases, lambda c: load_predictions(run, c), truths
         )
     }
+    problems += _check_stored(run, manifest, fresh)
+    return problems
+
+
+def _check_stored(run: Path, manifest: dict[str, Any], fresh: dict[str, Any]) -> list[str]:
+    """Problems of the stored scores and summary against the re-computed scores."""
+    problems = []
     stored = [json.loads(line) for line in (run / SCORES).read_text().splitlines() if line]
     for s in stored:
         if fresh.get(s["case"]) != s:
@@ -214,7 +285,40 @@ def rescore(run: Path, cases_dir: Path) -> list[str]:
     if len(stored) != len(fresh):
         problems.append(f"{len(stored)} stored scores for {len(fresh)} cases")
     summary = json.loads((run / SUMMARY).read_text())
-    again = summarize([CaseScore.model_validate(v) for v in fresh.values()])
-    if {k: v for k, v in summary.items() if k != "model"} != again:
+    again = summary_of(manifest, [CaseScore.model_validate(v) for v in fresh.values()])
+    if summary != again:
         problems.append(f"{SUMMARY}: its means and intervals do not re-derive from the scores")
     return problems
+
+
+def _rescore_control(
+    run: Path,
+    cases_dir: Path,
+    manifest: dict[str, Any],
+    cases: list[Case],
+    all_cases: list[Case],
+    control: str,
+) -> list[str]:
+    """Re-score a run made under a control: each control's actions and its unavailable
+    cases must re-derive, then its scores against targets replayed by the simulator."""
+    from vical.wm.controls import control_actions
+
+    problems = []
+    by_id = {c.id: c for c in all_cases}
+    claimed = manifest.get("interventions") or {}
+    for case in cases:
+        actions, _ = control_actions(case, control)
+        if actions is None or claimed.get(case.id) != actions:
+            problems.append(f"{case.id}: the {control} actions do not re-derive")
+    for cid, why in (manifest.get("unavailable") or {}).items():
+        if cid not in by_id or control_target(by_id[cid], control).unavailable != why:
+            problems.append(f"{cid}: the {control} control is not unavailable for it as stated")
+    if problems:
+        return problems
+    fresh = {
+        s.case: s.model_dump()
+        for s in score_predictions(
+            cases_dir, cases, all_cases, lambda c: load_predictions(run, c), control=control
+        )
+    }
+    return _check_stored(run, manifest, fresh)

@@ -7,18 +7,20 @@ per action of the intervention. Classes are registered by name with
 :func:`register_wm` (as agent backends are) and made with :func:`get_wm`, which
 also takes ``package.module:Class`` for a class outside vical.
 
-The controls ship as world models and appear in every table:
+The control models ship as world models and appear in every table:
 
-- ``copy-last``: every predicted frame is the last context frame;
-- ``noop``: the simulator, from the context state, takes its NOOP action
-  instead of the intervention (the identity where an environment has no NOOP);
-- ``shuffled``: the simulator, from the context state, plays the intervention
-  of another branch of the same context (the branches' interventions rotated by
-  one), a perfect simulator given the wrong actions;
-- ``simulator``: the simulator playing the case's own intervention, the ceiling.
+- ``copy-last``: every predicted frame is the last context frame (persistence;
+  the skill scores of :mod:`vical.wm.score` put it at 0 by construction);
+- ``branch-swap``: the simulator, from the context state, plays the
+  intervention of another branch of the same context (the branches'
+  interventions rotated by one), a perfect simulator given the wrong actions;
+- ``simulator``: the simulator playing the intervention it is given, the
+  ceiling (100 on every skill score by construction).
 
-The controls other than copy-last read the case's origin (privileged: they are
-baselines, not candidates). ``http`` posts the request to an endpoint that
+The no-op and shuffled-action controls are interventions any model can be run
+under, each with its own target (:mod:`vical.wm.controls`). ``branch-swap`` and
+``simulator`` read the case's origin (privileged: they are baselines, not
+candidates). ``http`` posts the request to an endpoint that
 speaks the protocol of :mod:`vical.wm.protocol`.
 """
 
@@ -105,7 +107,7 @@ def get_wm(name: str, **kwargs: Any) -> WorldModel:
     return _REGISTRY[name](**kwargs)
 
 
-CONTROLS = ("copy-last", "noop", "shuffled", "simulator")
+CONTROLS = ("copy-last", "branch-swap", "simulator")
 
 
 @register_wm("copy-last")
@@ -116,23 +118,14 @@ class CopyLastFrame(WorldModel):
         return [request.context[-1].copy() for _ in request.intervention]
 
 
-@register_wm("noop")
-class NoOp(WorldModel):
-    """The simulator taking NOOP decisions from the context state."""
-
-    def predict(self, request: Request, case: Case) -> list[np.ndarray]:
-        with ContextSim(case.origin, snapshot=False) as sim:
-            return sim.play_noop(len(request.intervention))
-
-
-def shuffled_intervention(case: Case, interventions: dict[str, list[str]]) -> list[str]:
+def swapped_intervention(case: Case, interventions: dict[str, list[str]]) -> list[str]:
     """The intervention of the next branch of the case's context (branches rotated by one)."""
     nxt = case.branches[(case.branch + 1) % len(case.branches)]
     return interventions[nxt]
 
 
-@register_wm("shuffled")
-class Shuffled(WorldModel):
+@register_wm("branch-swap")
+class BranchSwap(WorldModel):
     """The simulator playing another branch's intervention from the context state.
 
     ``interventions``: every case's intervention by id (the evaluation passes it).
@@ -142,7 +135,7 @@ class Shuffled(WorldModel):
         self.interventions = interventions or {}
 
     def predict(self, request: Request, case: Case) -> list[np.ndarray]:
-        actions = shuffled_intervention(case, self.interventions)
+        actions = swapped_intervention(case, self.interventions)
         with ContextSim(case.origin, snapshot=False) as sim:
             frames, _ = sim.play(actions)
         return frames
@@ -150,7 +143,7 @@ class Shuffled(WorldModel):
 
 @register_wm("simulator")
 class Simulator(WorldModel):
-    """The simulator playing the case's own intervention: the ceiling."""
+    """The simulator playing the intervention it is given: the ceiling."""
 
     def predict(self, request: Request, case: Case) -> list[np.ndarray]:
         with ContextSim(case.origin, snapshot=False) as sim:

@@ -18,16 +18,34 @@ Each case scores three parts on 0-100, and the case score is their mean:
   last frame differs from the last context frame must match the truth; the
   pixels no true frame changes must keep the context's values.
 
+Beside them, the *skill scores* put each image metric on a scale relative to
+persistence: for metric m (SSIM, or PSNR in dB)
+
+    skill = 100 * (m(prediction) - m(copy-last)) / (m(simulator) - m(copy-last))
+
+per case, where copy-last repeats the last context frame and the simulator's
+prediction is the target itself (SSIM 1, PSNR :data:`PSNR_CAP`). Copy-last
+scores 0 and the simulator 100 by construction; a model worse than persistence
+scores below 0 (shown as it is, not clamped). When copy-last already reaches the
+simulator's value (every target frame equals the last context frame: there is
+nothing to predict) the skill is undefined: the case has none, is left out of the
+skill means and is counted (the ``n`` beside every mean).
+
 A prediction with the wrong number of frames or a wrong frame size scores 0 on
-every part it affects. Scenario scores are case means; the index is the mean of
-the scenario scores; intervals are percentile bootstraps that resample whole
-environments within each scenario (cases of one environment are not independent).
+every part it affects. Under a control intervention (:mod:`vical.wm.controls`)
+only the image metrics and their skills are scored: the counterfactual
+comparison and the specification belong to the case's own intervention, so
+those parts and the case score are None there.
+
+Scenario scores are case means (of the cases that have the part); the index is
+the mean of the scenario scores; intervals are percentile bootstraps of
+:data:`BOOTSTRAP_SAMPLES` resamples that resample whole environments within each
+scenario (cases of one environment are not independent).
 """
 
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,7 +56,7 @@ from vical.wm.cases import Case
 
 PSNR_CAP = 60.0
 PIXEL_TOLERANCE = 8
-BOOTSTRAP_SAMPLES = 1000
+BOOTSTRAP_SAMPLES = 10_000  # as vical.report.stats.DEFAULT_RESAMPLES
 BOOTSTRAP_SEED = 20
 
 
@@ -50,13 +68,15 @@ class CaseScore(BaseModel):
     case: str
     scenario: str
     env: str
-    score: float
+    score: float | None
     fidelity: float
-    counterfactual: float
-    spec: float
+    counterfactual: float | None
+    spec: float | None
     required: float | None
-    protected: float
+    protected: float | None
     psnr: float
+    ssim_skill: float | None
+    psnr_skill: float | None
     exact: bool
 
 
@@ -129,21 +149,59 @@ def spec_on_pixels(
     return r, p
 
 
+def skill(model: float, copy_last: float, top: float) -> float | None:
+    """100 (model - copy_last) / (top - copy_last); None when copy-last already reaches ``top``."""
+    if copy_last >= top:
+        return None
+    return 100.0 * (model - copy_last) / (top - copy_last)
+
+
+def _metrics(truth: Sequence[np.ndarray], pred: Sequence[np.ndarray]) -> tuple[float, float]:
+    """Mean SSIM (0-1) and mean PSNR (dB) over the steps; 0 for a wrong frame count."""
+    if len(pred) != len(truth):
+        return 0.0, 0.0
+    ssim = float(np.mean([_ssim(t, p) for t, p in zip(truth, pred, strict=True)]))
+    psnr = float(np.mean([_psnr(t, p) for t, p in zip(truth, pred, strict=True)]))
+    return ssim, psnr
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)
+
+
 def score_case(
     case: Case,
     last_context: np.ndarray,
     truth: Sequence[np.ndarray],
     pred: Sequence[np.ndarray],
-    others: Sequence[Sequence[np.ndarray]],
+    others: Sequence[Sequence[np.ndarray]] | None,
 ) -> CaseScore:
-    """Score one prediction. ``others``: the true frames of the context's other branches."""
+    """Score one prediction against ``truth`` (the target).
+
+    ``others``: the true frames of the context's other branches; None under a control
+    intervention, whose target is not the case's truth (then only the image metrics
+    and their skills are scored).
+    """
     pred = [np.asarray(p, dtype=np.uint8) for p in pred]
-    steps = len(truth)
-    if len(pred) != steps:
-        fid, psnr = 0.0, 0.0
-    else:
-        fid = 100.0 * float(np.mean([_ssim(t, p) for t, p in zip(truth, pred, strict=True)]))
-        psnr = float(np.mean([_psnr(t, p) for t, p in zip(truth, pred, strict=True)]))
+    ssim, psnr = _metrics(truth, pred)
+    base_ssim, base_psnr = _metrics(truth, [last_context for _ in truth])
+    ssim_skill = skill(ssim, base_ssim, 1.0)
+    psnr_skill = skill(psnr, base_psnr, PSNR_CAP)
+    fid = 100.0 * ssim
+    common: dict[str, Any] = {
+        "case": case.id,
+        "scenario": case.scenario,
+        "env": case.env,
+        "fidelity": round(fid, 6),
+        "psnr": round(psnr, 6),
+        "ssim_skill": _r(ssim_skill),
+        "psnr_skill": _r(psnr_skill),
+        "exact": case.spec.exact,
+    }
+    if others is None:
+        return CaseScore(
+            score=None, counterfactual=None, spec=None, required=None, protected=None, **common
+        )
     own = _mse(truth, pred)
     cf = 100.0 if own < math.inf and all(own < _mse(o, pred) for o in others) else 0.0
     if not pred:
@@ -158,22 +216,18 @@ def score_case(
         req, prot = spec_on_pixels(last_context, truth, pred[-1])
     spec = _halves(req, prot)
     return CaseScore(
-        case=case.id,
-        scenario=case.scenario,
-        env=case.env,
         score=round((fid + cf + spec) / 3.0, 6),
-        fidelity=round(fid, 6),
         counterfactual=cf,
         spec=round(spec, 6),
-        required=None if req is None else round(req, 6),
+        required=_r(req),
         protected=round(prot, 6),
-        psnr=round(psnr, 6),
-        exact=case.spec.exact,
+        **common,
     )
 
 
 # -- aggregation ----------------------------------------------------------------------
-PARTS = ("score", "fidelity", "counterfactual", "spec")
+# the skill scores first (the index relative to persistence), then the other parts
+PARTS = ("ssim_skill", "psnr_skill", "counterfactual", "spec", "score", "fidelity", "psnr")
 
 
 def _by_scenario(scores: Sequence[CaseScore]) -> dict[str, dict[str, list[CaseScore]]]:
@@ -183,8 +237,20 @@ def _by_scenario(scores: Sequence[CaseScore]) -> dict[str, dict[str, list[CaseSc
     return out
 
 
-def _mean(xs: Sequence[float]) -> float:
-    return float(sum(xs) / len(xs)) if xs else math.nan
+def _round(x: float) -> float | None:
+    return None if math.isnan(x) else round(float(x), 3)
+
+
+def _interval(xs: np.ndarray) -> list[float | None]:
+    s = np.sort(xs[~np.isnan(xs)])
+    if not len(s):
+        return [None, None]
+    return [_round(s[int(0.025 * (len(s) - 1))]), _round(s[int(0.975 * (len(s) - 1))])]
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
 
 def summarize(
@@ -192,44 +258,56 @@ def summarize(
 ) -> dict[str, Any]:
     """Scenario means and the index, each part with a 95% environment-clustered interval.
 
-    The index is the mean of the scenario means. A bootstrap sample redraws, within
-    each scenario, as many environments as it has, with replacement, and takes all
-    their cases.
+    A part's scenario mean is over the cases that have it (``n``: a case without a
+    skill, see the module docstring, is left out and counted); the index is the mean
+    of the scenario means that exist. A bootstrap sample redraws, within each
+    scenario, as many environments as it has, with replacement, and takes all their
+    cases.
     """
     groups = _by_scenario(scores)
-    rng = random.Random(seed)
+    rng = np.random.default_rng(seed)
     out: dict[str, Any] = {"scenarios": {}, "index": {}, "cases": len(scores)}
-    draws: dict[str, dict[str, list[float]]] = {sc: {p: [] for p in PARTS} for sc in groups}
-    index_draws: dict[str, list[float]] = {p: [] for p in PARTS}
-    for _ in range(samples):
-        sample_means: dict[str, dict[str, float]] = {}
-        for sc in sorted(groups):
-            envs = sorted(groups[sc])
-            picked = [rng.choice(envs) for _ in envs]
-            cases = [c for e in picked for c in groups[sc][e]]
-            sample_means[sc] = {p: _mean([getattr(c, p) for c in cases]) for p in PARTS}
-            for p in PARTS:
-                draws[sc][p].append(sample_means[sc][p])
-        for p in PARTS:
-            index_draws[p].append(_mean([sample_means[sc][p] for sc in sorted(groups)]))
-
-    def interval(xs: list[float]) -> list[float]:
-        s = sorted(xs)
-        return [round(s[int(0.025 * (len(s) - 1))], 3), round(s[int(0.975 * (len(s) - 1))], 3)]
-
+    scenario_draws: list[np.ndarray] = []  # per scenario: (samples, parts) means
     for sc in sorted(groups):
-        cases = [c for e in sorted(groups[sc]) for c in groups[sc][e]]
-        out["scenarios"][sc] = {
+        envs = sorted(groups[sc])
+        # per environment and part: the sum of the values and how many cases have one
+        sums = np.zeros((len(envs), len(PARTS)))
+        counts = np.zeros((len(envs), len(PARTS)))
+        for i, e in enumerate(envs):
+            for c in groups[sc][e]:
+                for j, p in enumerate(PARTS):
+                    v = getattr(c, p)
+                    if v is not None:
+                        sums[i, j] += v
+                        counts[i, j] += 1
+        picked = rng.integers(0, len(envs), size=(samples, len(envs)))
+        draws = _ratio(sums[picked].sum(axis=1), counts[picked].sum(axis=1))
+        scenario_draws.append(draws)
+        means = _ratio(sums.sum(axis=0), counts.sum(axis=0))
+        entry: dict[str, Any] = {
             p: {
-                "mean": round(_mean([getattr(c, p) for c in cases]), 3),
-                "ci95": interval(draws[sc][p]),
+                "mean": _round(means[j]),
+                "ci95": _interval(draws[:, j]),
+                "n": int(counts[:, j].sum()),
             }
-            for p in PARTS
+            for j, p in enumerate(PARTS)
         }
-        out["scenarios"][sc]["cases"] = len(cases)
-    for p in PARTS:
+        entry["cases"] = sum(len(v) for v in groups[sc].values())
+        out["scenarios"][sc] = entry
+    if scenario_draws:
+        stacked = np.stack(scenario_draws)  # (scenarios, samples, parts)
+        with np.errstate(invalid="ignore"):
+            present = ~np.isnan(stacked)
+            index_draws = _ratio(np.where(present, stacked, 0).sum(axis=0), present.sum(axis=0))
+    for j, p in enumerate(PARTS):
+        sc_means = [
+            out["scenarios"][sc][p]["mean"]
+            for sc in sorted(groups)
+            if out["scenarios"][sc][p]["mean"] is not None
+        ]
         out["index"][p] = {
-            "mean": round(_mean([out["scenarios"][sc][p]["mean"] for sc in sorted(groups)]), 3),
-            "ci95": interval(index_draws[p]),
+            "mean": _round(sum(sc_means) / len(sc_means)) if sc_means else None,
+            "ci95": _interval(index_draws[:, j]) if scenario_draws else [None, None],
+            "n": sum(out["scenarios"][sc][p]["n"] for sc in groups),
         }
     return out
