@@ -17,8 +17,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -217,21 +215,9 @@ class Adapter(GymAdapter):
 
 @pytest.fixture
 def toy(tmp_path, monkeypatch):
-    from tests.test_toy_environment import TASK_FILE
+    from tests.test_toy_environment import toy_folder
 
-    pkg = tmp_path / "doctorgames"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "toyline.py").write_text(textwrap.dedent(GAME_MODULE))
-    tasks = tmp_path / "tasks"
-    tasks.mkdir()
-    (tasks / "toyline.yaml").write_text(TASK_FILE.lstrip())
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("VICAL_GAME_PACKAGES", "doctorgames")
-    yield tasks
-    sys.modules.pop("doctorgames.toyline", None)
-    sys.modules.pop("doctorgames", None)
-    load_envs.cache_clear()
+    yield from toy_folder(tmp_path, monkeypatch, "doctorgames", GAME_MODULE)
 
 
 def test_the_state_hook_is_recorded_as_float_hex_and_checked(toy, tmp_path):

@@ -87,22 +87,29 @@ tasks:
 ROUTE = ["Down", "Down", "Right", "Right", "Down", "Right"]
 
 
-@pytest.fixture
-def toy(tmp_path, monkeypatch):
-    """The toy's task folder, with its game package importable and named for the lookup."""
-    pkg = tmp_path / "toygames"
+def toy_folder(tmp_path, monkeypatch, package: str, game_module: str):
+    """Write the toy's task folder and its game package ``package`` (holding
+    ``game_module`` as toyline.py), importable and named for the lookup; yields the
+    task folder, then forgets the package."""
+    pkg = tmp_path / package
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    (pkg / "toyline.py").write_text(textwrap.dedent(GAME_MODULE))
+    (pkg / "toyline.py").write_text(textwrap.dedent(game_module))
     tasks = tmp_path / "tasks"
     tasks.mkdir()
     (tasks / "toyline.yaml").write_text(TASK_FILE.lstrip())
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("VICAL_GAME_PACKAGES", "toygames")
+    monkeypatch.setenv("VICAL_GAME_PACKAGES", package)
     yield tasks
-    sys.modules.pop("toygames.toyline", None)
-    sys.modules.pop("toygames", None)
+    sys.modules.pop(f"{package}.toyline", None)
+    sys.modules.pop(package, None)
     load_envs.cache_clear()
+
+
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    """The toy's task folder, with its game package importable and named for the lookup."""
+    yield from toy_folder(tmp_path, monkeypatch, "toygames", GAME_MODULE)
 
 
 def test_listable(toy):

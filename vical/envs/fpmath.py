@@ -338,7 +338,14 @@ def pow_(x: float, y: float) -> float:
 # numpy-shaped front ends.
 
 
+# the exact types a simulator passes most often, checked before isinstance
+_SCALAR_TYPES = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
+_F64 = np.dtype(np.float64)
+
+
 def _scalar(v: Any) -> bool:
+    if type(v) in _SCALAR_TYPES:
+        return True
     return isinstance(v, (float, int, np.floating, np.integer)) and not isinstance(v, bool)
 
 
@@ -346,7 +353,7 @@ def _unary(fn):
     def apply(x: Any, *args: Any, **kwargs: Any) -> Any:
         if args or kwargs:
             raise TypeError(f"portable {fn.__name__[:-1]} takes one argument")
-        if _scalar(x):
+        if type(x) in _SCALAR_TYPES or _scalar(x):
             return np.float64(fn(float(x)))
         a = np.asarray(x, dtype=np.float64)
         out = np.array([fn(v) for v in a.ravel().tolist()], dtype=np.float64)
@@ -447,6 +454,17 @@ def matmul(a: Any, b: Any) -> Any:
 
 def dot(a: Any, b: Any) -> Any:
     """``numpy.dot`` (and ``ndarray.dot``) for vectors and matrices, without BLAS."""
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is _F64 and b.dtype is _F64:
+        # the common case (2-D positions and directions): the same left-to-right sum
+        # as matmul's, without its generality
+        x, y = a.tolist(), b.tolist()
+        if a.ndim == 1 and b.ndim == 1 and len(x) == len(y):
+            if len(x) == 2:
+                return np.float64((0.0 + x[0] * y[0]) + x[1] * y[1])
+            acc = 0.0
+            for u, v in zip(x, y, strict=True):
+                acc = acc + u * v
+            return np.float64(acc)
     a_arr, b_arr = np.asarray(a), np.asarray(b)
     if a_arr.ndim == 0 or b_arr.ndim == 0:
         return multiply(a, b)
