@@ -30,8 +30,11 @@ if [ "$REVISION" != unknown ] && [ -n "$(git status --porcelain --untracked-file
   REVISION="$REVISION-dirty"
 fi
 SOURCE_URL=${SOURCE_URL:-$(git config --get remote.origin.url 2>/dev/null || true)}
-TASKS_DIGEST=$(cd vical/tasks && for f in $(LC_ALL=C ls -- *.yaml); do
-  printf '%s\0' "$f"; cat -- "$f"; printf '\0'; done | sha256sum | cut -d' ' -f1)
+# the task-data digest of vical.spec.tasks_digest: the simulator version, then every task file
+TASKS_DIGEST=$(cd vical/tasks && {
+  printf 'simulator %s\0' "$(sed -n 's/^SIMULATOR_VERSION = \([0-9][0-9]*\)$/\1/p' ../spec.py)"
+  for f in $(LC_ALL=C ls -- *.yaml); do printf '%s\0' "$f"; cat -- "$f"; printf '\0'; done
+  } | sha256sum | cut -d' ' -f1)
 BUILD_ARGS=(--build-arg "VICAL_IMAGE_VERSION=$VERSION" --build-arg "VCS_REF=$REVISION"
   --build-arg "SOURCE_URL=$SOURCE_URL" --build-arg "TASKS_DIGEST=$TASKS_DIGEST")
 
