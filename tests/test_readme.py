@@ -258,6 +258,12 @@ def commands_in(line: str, lineno: int, block: int) -> tuple[list[Command], list
                 unknown.append(" ".join(seg))
         elif head in ("docker", "podman") and len(seg) > 1 and seg[1] == "build":
             continue  # `-t vical` names the image being built
+        elif head == "inspect":
+            continue  # Inspect AI's own CLI (`vical/vical` is a task name there); run by
+            # tests/test_inspect_eval.py
+        elif head == "inspect":
+            continue  # Inspect AI's own CLI (`vical/vical` is a task name there): run by
+            # tests/test_inspect_eval.py
         elif _mentions_vical(seg):
             unknown.append(" ".join(seg))
     return found, unknown
@@ -575,6 +581,23 @@ def test_readme_inline_command_mentions(lineno, text):
         i += 1
 
 
+# Inspect AI's model providers: `openai/gpt-4o` in the prose names a model, not a task
+_MODEL_PROVIDERS = {
+    "openai",
+    "openai-api",
+    "google",
+    "anthropic",
+    "mistral",
+    "vllm",
+    "ollama",
+    "hf",
+}
+
+
+# Inspect AI's model providers: `openai/gpt-4o` in the prose names a model, not a task
+_MODEL_PROVIDERS = {"openai", "openai-api", "google", "anthropic", "mistral", "vllm", "ollama"}
+
+
 def test_readme_inline_task_examples():
     """Globs shown next to `--tasks`, task-like paths and Gymnasium ids name real tasks."""
     import gymnasium
@@ -592,6 +615,10 @@ def test_readme_inline_task_examples():
             continue
         if not re.fullmatch(r"[a-z0-9_*?\[][a-z0-9_*?\[\]-]*(/[a-z0-9_*?\[\]-]+)?", span):
             continue
+        if span.split("/")[0] in _MODEL_PROVIDERS:
+            continue  # an Inspect model name (provider/model), not a task
+        if span.split("/")[0] in _MODEL_PROVIDERS:
+            continue  # an Inspect model name (provider/model), not a task
         beside_tasks = "`--tasks`" in para and "glob" in para
         if beside_tasks or ("/" in span and span.split("/")[0] not in top):
             _check_globs(span, where)
