@@ -292,6 +292,8 @@ def test_float_physics_fingerprints_inside_the_image(level):
         *env_args,
         "-v",
         f"{tests_dir}:/opt/vical/src/tests:ro",
+        "-w",  # the image's source tree, so that `tests` is found beside `vical`
+        "/opt/vical/src",
         "--entrypoint",
         "python",
         IMAGE,
