@@ -35,8 +35,15 @@ def wm_eval(
     wm: str = typer.Option(
         ...,
         "--wm",
-        help="World model: http, a control (copy-last, noop, shuffled, simulator) or "
+        help="World model: http, a control model (copy-last, branch-swap, simulator) or "
         "package.module:Class (a vical.wm.models.WorldModel subclass).",
+    ),
+    control: str = typer.Option(
+        "own",
+        "--control",
+        help="Intervention the model is given: own (the case's), noop (the NOOP action, "
+        "scored against the simulator's NOOP frames) or shuffled (the case's actions in a "
+        "seeded other order, scored against the simulator's frames for that order).",
     ),
     cases: Path = typer.Option(Path("build/wm"), "--cases", "-c", help="Case folder."),
     out: Path = typer.Option(..., "--out", "-o", help="Run folder for predictions and scores."),
@@ -56,6 +63,10 @@ def wm_eval(
             f"--wm {wm!r} is not a world model; choose one of {', '.join(wm_names())} "
             "or give package.module:Class"
         )
+    from vical.wm.controls import INTERVENTIONS
+
+    if control not in INTERVENTIONS:
+        fail(f"--control {control!r} is not one of {', '.join(INTERVENTIONS)}")
     if wm == "http" and not endpoint:
         fail("--wm http needs --endpoint URL (for example http://127.0.0.1:8000)")
     names = [s.strip() for s in scenarios.split(",") if s.strip()] if scenarios else None
@@ -83,7 +94,7 @@ def wm_eval(
                 bar.update(task, completed=n, total=total)
                 stop.check()  # a signal whose KeyboardInterrupt a library swallowed
 
-            summary = evaluate(model, cases, out, names, progress=advance)
+            summary = evaluate(model, cases, out, names, progress=advance, control=control)
     except (ValueError, KeyError, FileNotFoundError, ProtocolError) as e:
         fail(str(e))
     except KeyboardInterrupt:
@@ -92,10 +103,18 @@ def wm_eval(
             f"{out}); run the same command again"
         )
     idx = summary["index"]
+
+    def num(part: str) -> str:
+        v = idx[part]["mean"]
+        return "n/a" if v is None else f"{v:.1f}"
+
+    skipped = sum(u["cases"] for u in summary["unavailable"].values())
     say(
-        f"{summary['model']}: index {idx['score']['mean']:.1f} "
-        f"(counterfactual {idx['counterfactual']['mean']:.1f}) over {summary['cases']} cases; "
-        f"results in {out}"
+        f"{summary['model']} ({control} intervention): SSIM skill {num('ssim_skill')}, "
+        f"PSNR skill {num('psnr_skill')}, counterfactual {num('counterfactual')} over "
+        f"{summary['cases']} cases"
+        + (f" ({skipped} without a {control} target)" if skipped else "")
+        + f"; results in {out}"
     )
 
 
