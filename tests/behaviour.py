@@ -145,6 +145,19 @@ def level_env(level: str, found: list[str]) -> dict[str, str]:
     return env
 
 
+NUMERIC_VARS = ("NPY_DISABLE_CPU_FEATURES", "GLIBC_TUNABLES", "OPENBLAS_CORETYPE")
+
+
+def child_environ(level: str, found: list[str]) -> dict[str, str]:
+    """This process's environment for a child held to ``level``: any numeric
+    variable set here is dropped, then the level's own are set."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in NUMERIC_VARS}
+    env.update(level_env(level, found))
+    return env
+
+
 def longest_clip(task) -> str:
     """The id of the task's longest demonstration clip (first among equals)."""
     return max(task.variant.demos, key=lambda c: len(c.actions)).id

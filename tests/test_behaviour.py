@@ -14,10 +14,10 @@ import pytest
 from tests.behaviour import (
     BASELINE,
     LEVELS,
+    child_environ,
     clip_fingerprint,
     distinct_clips,
     float_cases,
-    level_env,
     longest_clip,
     random_fingerprint,
     start_fingerprint,
@@ -85,9 +85,6 @@ def test_every_task_demo_unchanged(task_id):
     assert clip_fingerprint(task_id, longest_clip(get_task(task_id))) == RECORDED["demos"][task_id]
 
 
-_NUMERIC_VARS = ("NPY_DISABLE_CPU_FEATURES", "GLIBC_TUNABLES", "OPENBLAS_CORETYPE")
-
-
 def _recorded(key: str) -> str:
     kind, rest = key.split(":", 1)
     return RECORDED[kind][rest]
@@ -105,12 +102,10 @@ def test_float_physics_same_bits_at_every_cpu_level(level):
     the recorded fingerprints with numpy, glibc's libm and OpenBLAS held to each
     feature level (from the machine's maximum down to the x86-64 baseline), in a
     child process that imports numpy before vical, as any user's script may."""
-    import os
     import subprocess
     import sys
 
-    env = {k: v for k, v in os.environ.items() if k not in _NUMERIC_VARS}
-    env.update(level_env(level, _numpy_found()))
+    env = child_environ(level, _numpy_found())
     code = "import numpy, runpy, sys; sys.argv = ['x', '--float-check']; " + (
         "runpy.run_module('tests.behaviour', run_name='__main__')"
     )
@@ -127,7 +122,6 @@ def test_a_feature_level_really_changes_numpy():
     """The levels are not a no-op: under the baseline level numpy's float64 arctan
     of a fixed input set differs from the machine's maximum wherever the machine
     has AVX-512 (and the disabled list is accepted everywhere)."""
-    import os
     import subprocess
     import sys
 
@@ -139,8 +133,7 @@ def test_a_feature_level_really_changes_numpy():
     found = _numpy_found()
     outs = {}
     for level in ("numpy-max", "numpy-baseline"):
-        env = {k: v for k, v in os.environ.items() if k not in _NUMERIC_VARS}
-        env.update(level_env(level, found))
+        env = child_environ(level, found)
         r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         outs[level] = r.stdout

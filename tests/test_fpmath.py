@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import random
 import subprocess
 import sys
@@ -13,10 +12,8 @@ import sys
 import numpy as np
 import pytest
 
-from tests.behaviour import LEVELS, level_env
+from tests.behaviour import LEVELS, child_environ
 from vical.envs import fpmath as F
-
-_NUMERIC_VARS = ("NPY_DISABLE_CPU_FEATURES", "GLIBC_TUNABLES", "OPENBLAS_CORETYPE")
 
 
 def ulps(got: float, want: float) -> float:
@@ -155,8 +152,7 @@ def test_same_bits_under_every_cpu_level():
     found = [k for k, v in __cpu_features__.items() if v]
     seen = {}
     for level in sorted(LEVELS):
-        env = {k: v for k, v in os.environ.items() if k not in _NUMERIC_VARS}
-        env.update(level_env(level, found))
+        env = child_environ(level, found)
         r = subprocess.run(
             [sys.executable, "-c", _BATTERY], env=env, capture_output=True, text=True
         )
