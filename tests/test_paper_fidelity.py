@@ -15,7 +15,7 @@ import pytest
 from conftest import ALL_TASKS, per_env_sweep
 
 from vical import paper
-from vical.demos.packages import QUOTAS, pack_env
+from vical.demos.packages import pack_env
 from vical.demos.render import clip_task
 from vical.demos.stats import demo_stats
 from vical.envs import make_env
@@ -857,20 +857,22 @@ def test_frames_per_package(stats):
     assert abs(stats["frames_mean"] - mean) <= FRAMES_MEAN_TOLERANCE * mean
 
 
-def test_quota_table_sums_to_the_paper():
-    assert sorted(QUOTAS) == sorted(load_envs())
-    assert sum(n for n, _, _ in QUOTAS.values()) == paper.DEMO_CLIPS
-    digits = "".join(p for _, p, _ in QUOTAS.values())
+def test_demo_quotas_sum_to_the_paper():
+    quotas = {env: spec.demo_quota for env, spec in load_envs().items()}
+    assert None not in quotas.values(), [env for env, q in quotas.items() if q is None]
+    assert sum(q.pool for q in quotas.values()) == paper.DEMO_CLIPS
+    digits = "".join(q.clips for q in quotas.values())
     assert {k: digits.count(str(k)) for k in (1, 2, 3, 4)} == paper.DEMO_CLIPS_PER_TASK
-    for env, (_, pattern, _) in QUOTAS.items():
-        assert len(pattern) == len(load_envs()[env].tasks), env
+    for env, q in quotas.items():
+        assert len(q.clips) == len(load_envs()[env].tasks), env
 
 
-def test_stored_packages_follow_the_quota_table():
+def test_stored_packages_follow_the_demo_quotas():
     for env, spec in load_envs().items():
-        n_distinct, pattern, _ = QUOTAS[env]
-        assert [len(v.demos) for v in spec.tasks] == [int(d) for d in pattern], env
-        assert len({c.id for v in spec.tasks for c in v.demos}) == n_distinct, env
+        q = spec.demo_quota
+        assert q is not None, env
+        assert [len(v.demos) for v in spec.tasks] == [int(d) for d in q.clips], env
+        assert len({c.id for v in spec.tasks for c in v.demos}) == q.pool, env
 
 
 @pytest.mark.parametrize("env", sorted(load_envs()))

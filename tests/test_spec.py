@@ -261,3 +261,116 @@ def test_the_simulator_version_is_part_of_the_task_data_digest(monkeypatch):
     monkeypatch.setattr(spec, "SIMULATOR_VERSION", spec.SIMULATOR_VERSION + 1)
     assert spec.tasks_digest() != before
     assert spec.SIMULATOR_VERSION >= 2  # 2: the portable float math
+
+
+# -- task folders: $VICAL_TASKS_DIR adds, $VICAL_BUILTIN_TASKS_DIR replaces -----------
+def _list(env: dict[str, str]) -> list[str]:
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("VICAL_TASKS_DIR", "VICAL_BUILTIN_TASKS_DIR")
+    }
+    r = subprocess.run(
+        [sys.executable, "-m", "vical.cli", "tasks", "list"],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    return [line.split("\t")[0] for line in r.stdout.splitlines()]
+
+
+def _renamed_cartpole(tmp_path: Path) -> Path:
+    """A copy of cartpole's file as a new environment ``polecart``."""
+
+    def rename(d):
+        d["env"] = "polecart"
+
+    p = _copy(tmp_path, "cartpole", rename)
+    return p.rename(tmp_path / "polecart.yaml")
+
+
+def test_tasks_dir_adds_to_the_builtin_tasks_and_replaces_a_file_of_the_same_name(tmp_path):
+    _renamed_cartpole(tmp_path)
+
+    def one_variant(d):
+        d["tasks"] = d["tasks"][:1]
+        d.pop("demo_quota")
+
+    _copy(tmp_path, "taxi", one_variant)
+    ids = _list({"VICAL_TASKS_DIR": str(tmp_path)})
+    builtin = [t.id for t in select_tasks(None)]
+    cartpole = [i for i in builtin if i.startswith("cartpole/")]
+    assert [i for i in ids if i.startswith("polecart/")] == [
+        i.replace("cartpole/", "polecart/") for i in cartpole
+    ]
+    assert [i for i in ids if i.startswith("taxi/")] == ["taxi/state1"]
+    assert len(ids) == len(builtin) + len(cartpole) - 4
+
+
+def test_builtin_tasks_dir_replaces_the_builtin_tasks(tmp_path):
+    _copy(tmp_path, "cartpole")
+    ids = _list({"VICAL_BUILTIN_TASKS_DIR": str(tmp_path)})
+    assert ids and all(i.startswith("cartpole/") for i in ids)
+
+
+def test_the_digest_covers_the_files_read_not_the_folders(tmp_path):
+    """With nothing added the digest is the built-in set's; an identical copy of a
+    built-in file read from another folder leaves it as it is; an added environment
+    changes it."""
+    from vical.spec import BUILTIN_TASKS_DIR, tasks_digest
+
+    builtin = tasks_digest(BUILTIN_TASKS_DIR)
+    assert tasks_digest() == builtin  # no folder added in the test environment
+    same = tmp_path / "same"
+    same.mkdir()
+    (same / "taxi.yaml").write_bytes((TASKS / "taxi.yaml").read_bytes())
+    assert tasks_digest((BUILTIN_TASKS_DIR, same)) == builtin
+    added = tmp_path / "added"
+    added.mkdir()
+    _renamed_cartpole(added)
+    assert tasks_digest((BUILTIN_TASKS_DIR, added)) != builtin
+    assert len(load_envs((BUILTIN_TASKS_DIR, added))) == len(LOADED) + 1
+
+
+# -- the NOOP a start needs, and the demo quota --------------------------------------
+def test_initial_skip_without_noop_is_refused_at_load(tmp_path):
+    p = _copy(tmp_path, "taxi", lambda d: d["tasks"][1].__setitem__("initial_skip", 3))
+    msg = _load_error(p)
+    assert msg == (
+        f"{p}: task taxi/state2: field 'initial_skip': 3 frames are skipped with the NOOP "
+        "action, but 'noop' is not set; add 'noop: <native action>' to the file, or start "
+        "without an initial skip"
+    )
+
+
+def test_demo_clip_skip_without_noop_is_refused_at_load(tmp_path):
+    p = _copy(tmp_path, "taxi", lambda d: d["tasks"][0]["demos"][0].__setitem__("initial_skip", 2))
+    msg = _load_error(p)
+    assert msg.startswith(f"{p}: task taxi/state1: demo ") and "field 'initial_skip': 2" in msg
+
+
+def test_demo_quota_is_task_data():
+    spec = LOADED["taxi"]
+    assert spec.demo_quota is not None
+    assert (spec.demo_quota.pool, spec.demo_quota.clips, spec.demo_quota.loss_scope) == (
+        3,
+        "23332",
+        "env",
+    )
+
+
+@pytest.mark.parametrize(
+    ("quota", "needle"),
+    [
+        ({"pool": 3, "clips": "2333"}, "has 4 digits for 5 tasks"),
+        ({"pool": 3, "clips": "23352"}, "demo_quota.clips"),
+        ({"pool": 3, "clips": "23332", "loss_scope": "lane"}, "'lane' is neither one of env"),
+        ({"pool": 0, "clips": "23332"}, "demo_quota.pool"),
+    ],
+)
+def test_a_bad_demo_quota_names_file_and_field(tmp_path, quota, needle):
+    p = _copy(tmp_path, "taxi", lambda d: d.__setitem__("demo_quota", quota))
+    msg = _load_error(p)
+    assert msg.startswith(f"{p}: ") and needle in msg

@@ -19,8 +19,22 @@ from pydantic_core import ErrorDetails
 
 from vical.errors import TaskDataError
 
-# The embedded task data; VICAL_TASKS_DIR points at another folder of task files.
-TASKS_DIR = Path(os.environ.get("VICAL_TASKS_DIR") or Path(__file__).parent / "tasks")
+# Where task files come from. The package ships one file per environment in
+# BUILTIN_TASKS_DIR; $VICAL_BUILTIN_TASKS_DIR reads that set from another folder instead
+# (a dataset's copy, say). $VICAL_TASKS_DIR names more folders (separated by the
+# platform's path separator) whose files are added to that set; a file named like one
+# already read replaces it. TASKS_DIR is the folder of the built-in set, TASK_DIRS every
+# folder in the order they are read: the default of the functions below.
+BUILTIN_TASKS_VAR = "VICAL_BUILTIN_TASKS_DIR"
+TASKS_DIR_VAR = "VICAL_TASKS_DIR"
+BUILTIN_TASKS_DIR = Path(__file__).parent / "tasks"
+TASKS_DIR = Path(os.environ.get(BUILTIN_TASKS_VAR) or BUILTIN_TASKS_DIR)
+EXTRA_TASKS_DIRS: tuple[Path, ...] = tuple(
+    Path(p) for p in os.environ.get(TASKS_DIR_VAR, "").split(os.pathsep) if p.strip()
+)
+TASK_DIRS: tuple[Path, ...] = (TASKS_DIR, *EXTRA_TASKS_DIRS)
+# one folder, or several read in order (a later folder's file replaces an earlier one)
+TaskDirs = Path | tuple[Path, ...]
 
 EnvType = Literal["Maze", "Shooter", "Control", "Dodge", "Collect", "Sport"]
 ENV_TYPES: tuple[str, ...] = ("Maze", "Shooter", "Control", "Dodge", "Collect", "Sport")
@@ -184,6 +198,31 @@ class TaskVariant(_WithParams):
         return self
 
 
+LOSS_SCOPES: tuple[str, ...] = ("env", "settings", "every")
+
+
+class DemoQuota(_Strict):
+    """How the environment's demo clips are packed (:mod:`vical.demos.packages`).
+
+    ``pool``: distinct clips in the environment's shared pool; ``clips``: one digit
+    (1-4) per task, in file order, the clips of that task's package; ``loss_scope``:
+    where a failure clip must be shown, ``env``, ``settings``, ``every`` or the name
+    of a task parameter (a loss shown for every value of it).
+    """
+
+    pool: int = Field(ge=1, description="distinct clips in the shared pool")
+    clips: str = Field(
+        pattern=r"^[1-4]+$", description="clips per task package, one digit per task in file order"
+    )
+    loss_scope: str = Field(default="env", min_length=1)
+
+    @field_validator("clips", mode="before")
+    @classmethod
+    def _digits_as_text(cls, v: Any) -> Any:
+        # an unquoted digit string reads as a YAML integer; its digits are the same
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+
 class EnvSpec(_Strict):
     """One environment file (``vical/tasks/<env>.yaml``)."""
 
@@ -214,6 +253,9 @@ class EnvSpec(_Strict):
     pass_rule: PassRule
     tags: Tags
     rules: Rules
+    demo_quota: DemoQuota | None = Field(
+        default=None, description="how the demo clips are packed (vical demos pack)"
+    )
     tasks: list[TaskVariant] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -245,7 +287,27 @@ class EnvSpec(_Strict):
         if sum(t.kind == "base" for t in self.tasks) != 1:
             raise ValueError("exactly one task must have kind 'base'")
         self._check_param_provenance()
+        self._check_demo_quota()
         return self
+
+    def _check_demo_quota(self) -> None:
+        """The quota gives one digit per task and a loss scope the tasks can be grouped by."""
+        q = self.demo_quota
+        if q is None:
+            return
+        if len(q.clips) != len(self.tasks):
+            raise ValueError(
+                f"demo_quota.clips {q.clips!r} has {len(q.clips)} digits for {len(self.tasks)} "
+                "tasks; give one digit (1-4) per task, in file order"
+            )
+        names = {k for t in self.tasks for k in t.params}
+        names |= set(self.scoring.params) | set(self.pass_rule.params)
+        if q.loss_scope not in LOSS_SCOPES and q.loss_scope not in names:
+            raise ValueError(
+                f"demo_quota.loss_scope {q.loss_scope!r} is neither one of "
+                f"{', '.join(LOSS_SCOPES)} nor a task parameter "
+                f"({', '.join(sorted(names)) or 'none defined'})"
+            )
 
     def _check_param_provenance(self) -> None:
         """Every numeric rule or task parameter must say where it comes from."""
@@ -390,23 +452,59 @@ def load_env_file(path: Path) -> EnvSpec:
     return spec
 
 
+def _folders(tasks_dir: TaskDirs | str) -> tuple[Path, ...]:
+    if isinstance(tasks_dir, (str, os.PathLike)):
+        return (Path(tasks_dir),)
+    return tuple(Path(p) for p in tasks_dir)
+
+
+def _files(folders: tuple[Path, ...]) -> dict[str, Path]:
+    """Environment key -> task file over ``folders`` in order (a later file of the same
+    name replaces an earlier one), sorted by key."""
+    files: dict[str, Path] = {}
+    for folder in folders:
+        for f in sorted(folder.glob("*.yaml")):
+            files[f.stem] = f
+    return dict(sorted(files.items()))
+
+
+def task_files(tasks_dir: TaskDirs = TASK_DIRS) -> dict[str, Path]:
+    """Environment key -> the task file read for it, sorted by key.
+
+    ``tasks_dir`` is one folder or several read in order; by default the built-in
+    set and then each folder of ``$VICAL_TASKS_DIR``, whose files add environments
+    (or replace the built-in file of the same name). A folder without task files is
+    an error: it is a wrong path far more often than an intended empty set.
+    """
+    folders = _folders(tasks_dir)
+    for folder in folders:
+        if not any(folder.glob("*.yaml")):
+            raise TaskSpecError(f"{folder}: no task files (*.yaml) found")
+    return _files(folders)
+
+
+def env_file(env_key: str, tasks_dir: TaskDirs = TASK_DIRS) -> Path:
+    """The task file read for environment ``env_key``."""
+    files = task_files(tasks_dir)
+    if env_key not in files:
+        raise TaskSpecError(f"unknown environment {env_key!r}; known: {', '.join(files)}")
+    return files[env_key]
+
+
 @cache
-def load_envs(tasks_dir: Path = TASKS_DIR) -> dict[str, EnvSpec]:
-    """All environment files of a tasks folder, keyed by environment key."""
-    files = sorted(Path(tasks_dir).glob("*.yaml"))
-    if not files:
-        raise TaskSpecError(f"{tasks_dir}: no task files (*.yaml) found")
-    return {f.stem: load_env_file(f) for f in files}
+def load_envs(tasks_dir: TaskDirs = TASK_DIRS) -> dict[str, EnvSpec]:
+    """All environment files of the task folders (:func:`task_files`), keyed by environment."""
+    return {key: load_env_file(f) for key, f in task_files(tasks_dir).items()}
 
 
-def all_tasks(tasks_dir: Path = TASKS_DIR) -> list[TaskSpec]:
-    """Every task of every environment, in file then variant order."""
+def all_tasks(tasks_dir: TaskDirs = TASK_DIRS) -> list[TaskSpec]:
+    """Every task of every environment, in environment then variant order."""
     return [
         TaskSpec(env=env, variant=v) for env in load_envs(tasks_dir).values() for v in env.tasks
     ]
 
 
-def get_task(task_id: str, tasks_dir: Path = TASKS_DIR) -> TaskSpec:
+def get_task(task_id: str, tasks_dir: TaskDirs = TASK_DIRS) -> TaskSpec:
     """Look a task up by its id ``<env>/<variant>``."""
     env_key, _, variant = task_id.partition("/")
     envs = load_envs(tasks_dir)
@@ -423,7 +521,7 @@ def get_task(task_id: str, tasks_dir: Path = TASKS_DIR) -> TaskSpec:
     )
 
 
-def select_tasks(patterns: str | None, tasks_dir: Path = TASKS_DIR) -> list[TaskSpec]:
+def select_tasks(patterns: str | None, tasks_dir: TaskDirs = TASK_DIRS) -> list[TaskSpec]:
     """Tasks matching comma-separated glob patterns (``taxi/*,cartpole/base``); all if None."""
     from fnmatch import fnmatchcase
 
@@ -451,10 +549,15 @@ def select_tasks(patterns: str | None, tasks_dir: Path = TASKS_DIR) -> list[Task
 SIMULATOR_VERSION = 2
 
 
-def tasks_digest(tasks_dir: Path = TASKS_DIR) -> str:
-    """sha256 over the simulator version and every task file (names and bytes): the
-    task-data version."""
+def tasks_digest(tasks_dir: TaskDirs = TASK_DIRS) -> str:
+    """sha256 over the simulator version and every task file read (names and bytes),
+    in name order: the task-data version.
+
+    Only the files read count, not the folders they come from: with nothing added the
+    digest is the built-in set's, and an added environment changes it as any other
+    change of task data does.
+    """
     h = hashlib.sha256(f"simulator {SIMULATOR_VERSION}\0".encode())
-    for f in sorted(Path(tasks_dir).glob("*.yaml")):
+    for f in sorted(_files(_folders(tasks_dir)).values(), key=lambda f: f.name):
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()

@@ -25,15 +25,17 @@ def demos_make(
     """Re-run the expert tools for an environment and store its demo clips as data."""
     from vical.authoring.make import make_demos
     from vical.authoring.yamlio import write_demos
+    from vical.spec import env_file
 
     known = envs()
     if env not in known:
         fail(f"unknown environment {env!r}; known: {', '.join(known)}")
-    demos = make_demos(env)
+    folder = env_file(env).parent  # the built-in folder or one of $VICAL_TASKS_DIR
+    demos = make_demos(env, tasks_dir=folder)
     n = sum(len(v) for v in demos.values())
     console.print(f"{env}: {n} clip assignments over {len(demos)} tasks")
     if write:
-        path = write_demos(env, demos)
+        path = write_demos(env, demos, tasks_dir=folder)
         console.print(f"written to {path}")
 
 
@@ -48,11 +50,12 @@ def demos_pack(
 ) -> None:
     """Pack the stored demo clips into the paper's package structure (idempotent).
 
-    Applies vical.demos.packages.QUOTAS (clips per task, the shared pool of each
-    environment) to the demos lists of vical/tasks/<env>.yaml.
+    Applies each environment's demo_quota (the size of its shared pool of clips and
+    the clips of each task's package) to the demos lists of its task file.
     """
     from vical.authoring.yamlio import write_demos
     from vical.demos.packages import PackError, pack_stored
+    from vical.spec import env_file
 
     known = list(envs())
     chosen = env or known
@@ -72,7 +75,7 @@ def demos_pack(
         if check:
             console.print(f"{e}: would change")
         else:
-            write_demos(e, packed)
+            write_demos(e, packed, tasks_dir=env_file(e).parent)
             n = sum(len(v) for v in packed.values())
             d = len({c.id for v in packed.values() for c in v})
             console.print(f"{e}: packed ({n} clip assignments, {d} distinct clips)")

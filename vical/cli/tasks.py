@@ -1,4 +1,4 @@
-"""``vical tasks``: list, show, digest; the authoring views sheet and make-init."""
+"""``vical tasks``: list, show, digest, check; the authoring views sheet and make-init."""
 
 from __future__ import annotations
 
@@ -60,9 +60,37 @@ def tasks_digest_cmd() -> None:
     Run manifests and bundles record it; resuming, bundling and verification
     refuse to mix results made on different task data.
     """
-    from vical.spec import TASKS_DIR, tasks_digest
+    from vical.spec import TASK_DIRS, tasks_digest
 
-    sys.stdout.write(f"{tasks_digest()}  {TASKS_DIR}\n")
+    sys.stdout.write(f"{tasks_digest()}  {' + '.join(str(d) for d in TASK_DIRS)}\n")
+
+
+@tasks_app.command("check")
+def tasks_check(
+    folder: Path = typer.Argument(..., help="A folder of task files (or one task file)."),
+) -> None:
+    """Check task files before adding them: one line per problem, exit 1 if any.
+
+    Loads each file, checks it against the installed simulators, plays every task's
+    start and every action, checks budgets and determinism with a random episode,
+    and replays every demo clip to its label. Game modules are found as for any
+    run (a module beside the file must be the one found: $VICAL_GAME_PACKAGES).
+    """
+    from vical.demos.taskcheck import check_folder
+
+    if not folder.exists():
+        fail(f"{folder}: no such file or folder; give a folder of task files (*.yaml)")
+
+    def show(line: str) -> None:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    report = check_folder(folder, on_problem=show)
+    counts = f"{report.files} task file(s), {report.tasks} task(s), {report.clips} demo clip(s)"
+    if report.problems:
+        sys.stderr.write(f"{len(report.problems)} problem(s) in {counts}\n")
+        raise typer.Exit(1)
+    sys.stderr.write(f"no problems in {counts}\n")
 
 
 @tasks_app.command("show")

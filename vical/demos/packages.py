@@ -5,18 +5,27 @@ first assignment of clips to tasks. The paper's packages are leaner: 342 tasks
 receive 576 clip assignments drawn from 148 distinct clips (about four per
 environment), 155 tasks get one clip, 145 two, 37 three and 5 four, and a
 package holds 10-80 frames (mean 45.73, median 45). :func:`pack_env` turns an
-environment's assignment into packages of that shape, driven by :data:`QUOTAS`:
+environment's assignment into packages of that shape, driven by the quota in its
+task file (``demo_quota``, :class:`vical.spec.DemoQuota`):
 
-``QUOTAS[env] = (n_distinct, pattern, loss_scope)``
+``demo_quota: {pool: <n_distinct>, clips: '<pattern>', loss_scope: <scope>}``
 
-* ``n_distinct``: size of the environment's *shared pool*, the clips all its
-  packages are drawn from (the column sums to 148);
-* ``pattern``: one digit per task, in file order: how many clips that task's
-  package gets (the digit counts sum to 155/145/37/5);
+* ``pool``: size of the environment's *shared pool*, the clips all its packages
+  are drawn from (over the 37 environments they sum to 148);
+* ``clips``: one digit per task, in file order: how many clips that task's
+  package gets (over the 37 environments the digits count 155 ones, 145 twos,
+  37 threes and 5 fours: 576 assignments);
 * ``loss_scope``: where a failure clip has to be shown: ``"env"`` (somewhere in
   the environment), ``"settings"`` (in every group of tasks with equal simulator
   settings), ``"every"`` (in every package), or a task parameter name such as
   ``"section"`` (in every value of that parameter).
+
+Environments whose clips are short get more two- and three-clip packages, those
+with long clips more single-clip ones; the four-clip packages go to environments
+with short clips (battlezone, bossfight, caveflyer, leaper, ninja). The
+beam-search ALE games show a loss in every game mode ("settings"); where a lost
+life costs points every package shows one ("every"); River Raid sections and
+TRON levels each show a loss ("section", "level").
 
 The selection, for one environment ("success" means a clip labelled Victory,
 "failure" any other label, or only Terminated under a loss scope other than "env"; a
@@ -57,61 +66,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from itertools import combinations
 
-from vical.spec import DemoClip, EnvSpec, TaskSpec
+from vical.errors import TaskDataError
+from vical.spec import DemoClip, EnvSpec, TaskDirs, TaskSpec
 
 MIN_FRAMES, MAX_FRAMES = 10, 80
 # the frame total a package of two or more clips aims at (the paper's mean is 45.73;
 # single-clip packages fall short of it, so the combined packages aim a little higher)
 TARGET_FRAMES = 54
-
-# env: (distinct clips in its shared pool, clips per task in file order, loss scope)
-# Columns: n_distinct sums to 148; the digits count 155 ones, 145 twos, 37 threes and 5 fours
-# (576 assignments). Environments whose clips are short get more two- and three-clip
-# packages, those with long clips more single-clip ones; the four-clip packages go to
-# environments with short clips (battlezone, bossfight, caveflyer, leaper, ninja).
-# "settings": the beam-search ALE games show a loss in every game mode; "every": a lost life costs
-# points, so every package shows one; "section"/"level": River Raid sections and TRON
-# levels each show a loss.
-QUOTAS: dict[str, tuple[int, str, str]] = {
-    "acrobot": (2, "11211", "env"),
-    "alien": (3, "21313", "settings"),
-    "assault": (3, "22313", "settings"),
-    "asterix": (2, "22222", "every"),
-    "battlezone": (8, "214121212121212", "settings"),
-    "berzerk": (14, "22222222222211111", "settings"),
-    "bigfish": (3, "11311", "env"),
-    "bossfight": (4, "22141", "env"),
-    "breakout": (4, "11312", "env"),
-    "cartpole": (2, "22212", "env"),
-    "caveflyer": (4, "21141", "env"),
-    "choppercommand": (3, "12131", "settings"),
-    "cliffwalking": (3, "33333", "env"),
-    "demonattack": (3, "1212121212121212121212121", "env"),
-    "dodgeball": (4, "12121", "env"),
-    "enduro": (4, "12131213131212131212", "env"),
-    "flappybird": (3, "22131", "env"),
-    "freeway": (4, "12121312121213121212", "env"),
-    "frostbite": (3, "23232", "every"),
-    "heist": (3, "23133", "env"),
-    "highway": (6, "12121212121212121212", "env"),
-    "lavacrossing": (4, "123223123223122", "env"),
-    "leaper": (4, "12141", "env"),
-    "mountaincar": (2, "12121", "env"),
-    "mspacman": (3, "12121", "env"),
-    "multiroom": (6, "121211212112121", "env"),
-    "ninja": (5, "12141", "env"),
-    "pong": (2, "22122", "env"),
-    "riverraid": (7, "1221122112122121212121212", "section"),
-    "roadrunner": (3, "22131", "env"),
-    "seaquest": (3, "12121", "env"),
-    "taxi": (3, "23332", "env"),
-    "tennis": (3, "12131", "env"),
-    "tetris": (2, "22121", "env"),
-    "trondead": (5, "1212112121121211212112121", "level"),
-    "turmoil": (3, "12131", "env"),
-    "unlockpickup": (8, "123211232112321", "env"),
-}
-
 
 # Environments whose main objective is shown by particular success clips: only clips
 # whose id carries the marker count as successes when packing, so every package that
@@ -120,7 +81,7 @@ QUOTAS: dict[str, tuple[int, str, str]] = {
 OBJECTIVE_CLIPS: dict[str, str] = {"berzerk": "-exit"}
 
 
-class PackError(ValueError):
+class PackError(TaskDataError, ValueError):
     """An environment's clips cannot be packed as its quota asks."""
 
 
@@ -184,13 +145,18 @@ def pack_env(
     valid: Callable[[TaskSpec, DemoClip], bool] | None = None,
 ) -> dict[str, list[DemoClip]]:
     """The environment's packages in the paper's shape: ``{variant: [DemoClip, ...]}``."""
-    if spec.env not in QUOTAS:
-        raise PackError(f"{spec.env}: no entry in vical.demos.packages.QUOTAS")
-    n_distinct, pattern, scope = QUOTAS[spec.env]
-    variants = [v.variant for v in spec.tasks]
-    if len(pattern) != len(variants):
+    quota = spec.demo_quota
+    if quota is None:
         raise PackError(
-            f"{spec.env}: quota pattern has {len(pattern)} digits for {len(variants)} tasks"
+            f"{spec.env}.yaml has no demo_quota; add one line such as "
+            f"demo_quota: {{pool: <distinct clips>, clips: '<one digit 1-4 per task>', "
+            f"loss_scope: env}} before its tasks"
+        )
+    n_distinct, pattern, scope = quota.pool, quota.clips, quota.loss_scope
+    variants = [v.variant for v in spec.tasks]
+    if len(pattern) != len(variants):  # a spec changed in code, not loaded from a file
+        raise PackError(
+            f"{spec.env}: demo_quota.clips has {len(pattern)} digits for {len(variants)} tasks"
         )
     want = {v: int(d) for v, d in zip(variants, pattern, strict=True)}
     tasks = {v.variant: TaskSpec(env=spec, variant=v) for v in spec.tasks}
@@ -336,13 +302,15 @@ def pack_env(
     }
 
 
-def pack_stored(env_key: str, tasks_dir=None) -> tuple[dict[str, list[DemoClip]], bool]:
-    """The packed packages of a stored task file and whether they differ from the stored ones."""
-    from pathlib import Path
+def pack_stored(
+    env_key: str, tasks_dir: TaskDirs | None = None
+) -> tuple[dict[str, list[DemoClip]], bool]:
+    """The packed packages of a stored task file and whether they differ from the stored
+    ones (``tasks_dir``: the task folders, by default the built-in set and
+    ``$VICAL_TASKS_DIR``)."""
+    from vical.spec import TASK_DIRS, env_file, load_env_file
 
-    from vical.spec import TASKS_DIR, load_env_file
-
-    spec = load_env_file(Path(tasks_dir or TASKS_DIR) / f"{env_key}.yaml")
+    spec = load_env_file(env_file(env_key, TASK_DIRS if tasks_dir is None else tasks_dir))
     stored = {v.variant: list(v.demos) for v in spec.tasks}
     packed = pack_env(spec, stored)
     return packed, packed != stored

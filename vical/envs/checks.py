@@ -42,7 +42,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from vical.spec import EnvSpec, TaskSpecError
+from vical.spec import EnvSpec, TaskSpec, TaskSpecError
 
 # family -> (distribution of its simulator, top-level module of that distribution)
 FAMILY_PACKAGES: dict[str, tuple[str, str]] = {
@@ -298,10 +298,57 @@ def action_problems(spec: EnvSpec, space: NativeSpace, where: str | Path) -> lis
     return problems
 
 
+# -- the NOOP action --------------------------------------------------------------
+
+NOOP_FIX = "add 'noop: <native action>' to the file, or start without an initial skip"
+
+
+def noop_problems(spec: EnvSpec, where: str | Path) -> list[str]:
+    """Starts that skip frames (a task's or a demo clip's ``initial_skip``) play the
+    NOOP action: the file must name one. (NOOP fill, ``action_steps < frame_skip``,
+    is refused by :class:`vical.spec.EnvSpec` itself.)"""
+    if spec.noop is not None:
+        return []
+    problems = []
+    for t in spec.tasks:
+        if t.initial_skip:
+            problems.append(
+                f"{where}: task {spec.env}/{t.variant}: field 'initial_skip': {t.initial_skip} "
+                f"frames are skipped with the NOOP action, but 'noop' is not set; {NOOP_FIX}"
+            )
+        for clip in t.demos:
+            if clip.initial_skip:
+                problems.append(
+                    f"{where}: task {spec.env}/{t.variant}: demo {clip.id}: field "
+                    f"'initial_skip': {clip.initial_skip} frames are skipped with the NOOP "
+                    f"action, but 'noop' is not set; {NOOP_FIX}"
+                )
+    return list(dict.fromkeys(problems))  # a clip shared by several tasks is named once each
+
+
+def start_problem(task: TaskSpec) -> str | None:
+    """Why the task's start cannot be played (an initial skip and no NOOP), or None.
+
+    Task files are checked when they load; this also covers a start made in code
+    (a demo clip's start, an authoring tool's probe) before the simulator sees a
+    missing action."""
+    skip = task.variant.initial_skip
+    if skip and task.env.noop is None:
+        return (
+            f"{task.id}: a start with initial_skip {skip} skips frames with the NOOP action, "
+            f"but {task.env.env}.yaml sets no 'noop'; add 'noop: <native action>' to it, or "
+            "start without an initial skip"
+        )
+    return None
+
+
 # -- entry points ----------------------------------------------------------------
 
 
 def _problems(spec: EnvSpec, where: str | Path, lazy: bool) -> list[str]:
+    noop = noop_problems(spec, where)
+    if noop:
+        return noop
     family = spec.family
     bad_package = package_problem(family, spec.package)
     if bad_package:
@@ -324,6 +371,12 @@ def _problems(spec: EnvSpec, where: str | Path, lazy: bool) -> list[str]:
     return problems
 
 
+def env_problems(spec: EnvSpec, where: str | Path, deep: bool = True) -> list[str]:
+    """Every problem :func:`check_env` would raise for, one line each (``deep``: the
+    registries that are slow to import too)."""
+    return _problems(spec, where, lazy=deep)
+
+
 def check_env(spec: EnvSpec, where: str | Path, deep: bool = False) -> None:
     """Raise :class:`TaskSpecError` naming ``where`` and the field if ``spec`` does not fit
     the installed simulators. ``deep`` also reads the registries that are slow to import
@@ -339,8 +392,15 @@ def check_simulator(spec: EnvSpec) -> None:
 
 
 def check_adapter_actions(spec: EnvSpec, adapter: Any) -> None:
-    """Check the vocabulary against the action space of a game just made, for the
-    families whose native space is not known at load (a Gymnasium ``Discrete`` space)."""
+    """Check the actions a game just made will be given: the NOOP its task's start
+    needs (:func:`start_problem`), and, for the families whose native space is not
+    known at load, the vocabulary against the game's action space (a Gymnasium
+    ``Discrete`` space)."""
+    task = getattr(adapter, "task", None)
+    if isinstance(task, TaskSpec):
+        problem = start_problem(task)
+        if problem:
+            raise TaskSpecError(problem)
     if spec.family in LOAD_TIME_ACTIONS:
         return
     env = getattr(adapter, "env", None)
