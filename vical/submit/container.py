@@ -148,6 +148,10 @@ def run_in_image(
     env: dict[str, Any] = {"VICAL_IMAGE_DIGEST": img.id}
     tdir = _tasks_dir(dataset)
     if tdir:
+        # the dataset's task files in place of the image's own; images from before
+        # VICAL_BUILTIN_TASKS_DIR read VICAL_TASKS_DIR as a replacement, newer ones add
+        # its files over the same-named built-in ones: the same task set either way
+        env["VICAL_BUILTIN_TASKS_DIR"] = tdir
         env["VICAL_TASKS_DIR"] = tdir
     if api_key_env and api_key_env in os.environ:
         env[api_key_env] = os.environ[api_key_env]
