@@ -7,6 +7,9 @@ Podman's Docker-compatible socket itself when no Docker engine answers.
 
 from __future__ import annotations
 
+import atexit
+import functools
+import json
 import os
 import re
 import shutil
@@ -14,12 +17,14 @@ import socket
 import subprocess
 import sys
 import tarfile
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.engine import podman_env
 from vical import __version__
 
 pytestmark = pytest.mark.image
@@ -29,13 +34,22 @@ ENGINE = os.environ.get("ENGINE") or shutil.which("podman") or shutil.which("doc
 LOCK = Path(__file__).parents[1] / "requirements.lock"
 
 
+README = Path(__file__).parents[1] / "README.md"
+
+
+@functools.cache
+def _engine_env() -> dict[str, str]:
+    """The environment of every engine command here: with Podman, docker/containers.conf
+    and the host's OCI runtime, chosen as docker/build.sh chooses it."""
+    if ENGINE and Path(ENGINE).name == "podman":
+        folder = tempfile.mkdtemp(prefix="vical-engine-")
+        atexit.register(shutil.rmtree, folder, True)
+        return podman_env(Path(folder))
+    return dict(os.environ)
+
+
 def _engine_run(*args: str, **kw) -> subprocess.CompletedProcess:
-    env = {**os.environ}
-    if ENGINE and ENGINE.endswith("podman"):
-        env.setdefault(
-            "CONTAINERS_CONF", str(Path(__file__).parents[1] / "docker" / "containers.conf")
-        )
-    return subprocess.run([ENGINE, *args], capture_output=True, text=True, env=env, **kw)
+    return subprocess.run([ENGINE, *args], capture_output=True, text=True, env=_engine_env(), **kw)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -181,10 +195,7 @@ def docker_host(tmp_path):
     if not shutil.which("podman"):
         pytest.skip("no Docker engine and no podman")
     sock = tmp_path / "podman.sock"
-    env = {
-        **os.environ,
-        "CONTAINERS_CONF": str(Path(__file__).parents[1] / "docker" / "containers.conf"),
-    }
+    env = podman_env(tmp_path)
     proc = subprocess.Popen(
         ["podman", "system", "service", "--time=0", f"unix://{sock}"],
         env=env,
@@ -308,3 +319,146 @@ def test_float_physics_fingerprints_inside_the_image(level):
     assert len(got) == 14
     wrong = [k for k, v in got.items() if recorded[k.split(":")[0]][k.split(":", 1)[1]] != v]
     assert not wrong, f"{level}: {wrong}"
+
+
+def readme_eval_line() -> str:
+    """README's `docker run ... vical eval --endpoint ...` line, as written there."""
+    found, fenced = [], False
+    for line in README.read_text().splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif fenced and line.startswith("docker run ") and " vical eval " in line:
+            found.append(line)
+    assert len(found) == 1, f"README.md has {len(found)} `docker run ... vical eval` lines"
+    assert "--endpoint URL" in found[0] and "--model M" in found[0], found[0]
+    return found[0]
+
+
+def _host_name() -> str:
+    """The name the README gives the host as seen from inside a container of this engine."""
+    return "host.containers.internal" if Path(ENGINE).name == "podman" else "host.docker.internal"
+
+
+def _as_the_readme_says(line: str, port: int) -> str:
+    """The README line with what README says to substitute: URL (an endpoint on the host,
+    by the engine's name for the host), M (the model) and, with Podman, `podman` for
+    `docker`; with Docker on Linux, the `--add-host` README says to add. Nothing else."""
+    line = line.replace("--endpoint URL", f"--endpoint http://{_host_name()}:{port}/v1", 1)
+    line = line.replace("--model M", "--model random", 1)
+    if Path(ENGINE).name == "podman":
+        line = "podman" + line.removeprefix("docker")
+    elif sys.platform == "linux":
+        line = line.replace(
+            "docker run ", "docker run --add-host=host.docker.internal:host-gateway ", 1
+        )
+    return line
+
+
+@pytest.fixture
+def host_baseline():
+    """`vical serve-baseline` on the host, listening on every interface as README says (a
+    container reaches the host through the engine's bridge, not 127.0.0.1); its port."""
+    vical = str(Path(sys.executable).with_name("vical"))
+    port = _free_port()
+    server = subprocess.Popen(
+        [vical, "serve-baseline", "--host", "0.0.0.0", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.time() + 60
+        while True:
+            assert server.poll() is None, server.stderr.read()
+            assert time.time() < deadline, "serve-baseline did not start listening"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _containers() -> set[str]:
+    r = _engine_run("ps", "-q", "--no-trunc")
+    assert r.returncode == 0, r.stderr
+    return set(r.stdout.split())
+
+
+def test_readme_docker_run_line_survives_a_stop_and_resumes_against_the_host_baseline(
+    tmp_path, host_baseline
+):
+    """README's `docker run ... vical eval --endpoint URL --model M ...` line, run as
+    written (from a folder holding `out/`, writable by the image's user, with a key
+    exported, as README says) against `vical serve-baseline` on the host. Stopped mid-run by the engine's `stop`
+    (SIGTERM, then SIGKILL after 10 s), it exits by itself within those seconds keeping
+    only whole episodes; the same line then resumes and completes every task."""
+    from vical.run.results import load_all_results, read_manifest
+    from vical.run.runner import episode_name, episode_problems
+    from vical.spec import all_tasks
+
+    line = _as_the_readme_says(readme_eval_line(), host_baseline)
+    out = tmp_path / "out"
+    out.mkdir()
+    os.chmod(out, 0o777)
+    episodes, partial = out / "run" / "episodes", out / "run" / ".partial"
+    env = {**_engine_env(), "OPENAI_API_KEY": "any-value-the-baseline-ignores"}
+    before = _containers()
+    proc = subprocess.Popen(
+        ["bash", "-c", line],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.time() + 900
+        while not (episodes.is_dir() and len(list(episodes.iterdir())) >= 3):
+            assert proc.poll() is None, proc.communicate()
+            assert time.time() < deadline, "no three episodes within 15 minutes"
+            time.sleep(0.2)
+        (container,) = _containers() - before
+        t0 = time.time()
+        stop = _engine_run("stop", container, timeout=120)
+        seconds = time.time() - t0
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+    assert stop.returncode == 0, stop.stderr
+    assert proc.returncode == 130, stdout + stderr  # its own interrupt exit, not a kill
+    assert seconds < 10, f"stop took {seconds:.1f} s: the engine had to kill it"
+    assert "interrupted: finished episodes are kept" in stderr, stderr
+    kept = sorted(p.name for p in episodes.iterdir())
+    assert all(episode_problems(episodes / n) == [] for n in kept)
+    assert not partial.exists() or not any(partial.iterdir())
+
+    again = subprocess.run(
+        ["bash", "-c", line],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=5400,
+    )
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert f"{len(kept)} already finished" in again.stdout, again.stdout[-3000:]
+
+    manifest = read_manifest(out / "run")
+    assert manifest.agent_settings.get("model") == "random"
+    assert f"{_host_name()}:{host_baseline}" in json.dumps(manifest.agent_settings)
+    assert manifest.image and manifest.image["version"] == __version__
+    every = {episode_name(t.id, 0) for t in all_tasks()}
+    names = {p.name for p in episodes.iterdir()}
+    assert names == every
+    assert all(episode_problems(episodes / n) == [] for n in names)
+    results = load_all_results(out / "run")
+    assert len(results) == len(every)
+    assert not [r.task_id for r in results if r.infrastructure_failure]  # every request answered
+    assert not partial.exists() or not any(partial.iterdir())

@@ -112,3 +112,136 @@ def test_build_script_digest_equals_the_task_data_digest():
         check=True,
     )
     assert r.stdout.strip() == tasks_digest()
+
+
+# docker/build.sh against fake engines: which commands it runs, in which order, and how
+# it stops. Each fake logs its argument list (one line, tab-separated) to FAKE_LOG.
+FAKE_ENGINE = r"""#!/usr/bin/env bash
+{ printf '%s' "$(basename "$0")"; printf '\t%s' "$@"; printf '\n'; } >> "$FAKE_LOG"
+while [ "${1:-}" = --runtime ]; do shift 2; done
+case "$FAKE_MODE:$1" in
+  broken:*) echo 'Error: default OCI runtime "runc" not found: invalid argument' >&2; exit 125 ;;
+  *:info) echo runtime ;;
+  *:image) exit "${FAKE_BASE_EXISTS:-1}" ;;
+  *:import) cat > /dev/null; echo sha256:0 ;;
+  build-fails:build) echo 'Error: building at STEP "RUN apt-get": exit status 1' >&2; exit 1 ;;
+  *:build) echo built ;;
+  *:run)
+    prev=
+    for a in "$@"; do
+      if [ "$prev" = -v ]; then
+        mkdir -p "${a%%:*}/smoke/episodes/e" && echo '{}' > "${a%%:*}/smoke/manifest.json"
+      fi
+      prev=$a
+    done ;;
+  *) echo "fake engine: unexpected $*" >&2; exit 3 ;;
+esac
+"""
+FAKE_DEBOOTSTRAP = r"""#!/usr/bin/env bash
+{ printf 'debootstrap'; printf '\t%s' "$@"; printf '\n'; } >> "$FAKE_LOG"
+for a in "$@"; do [ "$prev" = bookworm ] && mkdir -p "$a/usr/local/bin"; prev=$a; done
+[ -z "${FAKE_DEBOOTSTRAP_FAILS:-}" ] || { echo "E: Couldn't download packages" >&2; exit 1; }
+"""
+
+
+def _build_sh(tmp_path: Path, mode: str, engine: str = "podman", **env: str):
+    """Run docker/build.sh with fake podman/docker, crun, runc and debootstrap first on
+    PATH; (completed process, the commands the fakes saw, as argument lists)."""
+    import os
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name, text in [
+        (engine, FAKE_ENGINE),
+        ("debootstrap", FAKE_DEBOOTSTRAP),
+        ("crun", "#!/bin/sh\n"),
+        ("runc", "#!/bin/sh\n"),
+    ]:
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    log = tmp_path / "log"
+    log.write_text("")
+    full_env = {
+        **{k: v for k, v in os.environ.items() if k not in ("ENGINE", "BASE_IMAGE", "OCI_RUNTIME")},
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "ENGINE": engine,
+        "FAKE_MODE": mode,
+        "FAKE_LOG": str(log),
+        "TAG": "localhost/vical:test",
+        **env,
+    }
+    r = subprocess.run(
+        ["bash", str(BUILD_SH)], capture_output=True, text=True, env=full_env, timeout=120
+    )
+    calls = [ln.split("\t") for ln in log.read_text().splitlines()]
+    for call in calls:  # the smoke run's output folder, made by the fake in /tmp
+        if call[0] == engine and "-v" in call:
+            shutil.rmtree(call[call.index("-v") + 1].split(":")[0], ignore_errors=True)
+    return r, calls
+
+
+def _error_lines(stderr: str) -> list[str]:
+    return [ln for ln in stderr.splitlines() if ln.startswith("error:")]
+
+
+def test_build_stops_at_once_when_podman_cannot_start(tmp_path):
+    """The stock-Debian failure: every podman command fails (a runtime it cannot find).
+    One error line, and nothing after it: no debootstrap, no build, no run, no pull."""
+    r, calls = _build_sh(tmp_path, "broken", OCI_RUNTIME=str(tmp_path / "bin" / "runc"))
+    assert r.returncode != 0
+    assert _error_lines(r.stderr) == [r.stderr.strip().splitlines()[-1]], r.stderr
+    assert 'default OCI runtime "runc" not found' in r.stderr.strip().splitlines()[-1]
+    assert [c[0] for c in calls] == ["podman"], calls  # the first podman command, only
+    assert "Traceback" not in r.stderr
+
+
+def test_build_stops_at_the_first_failing_step_with_one_line(tmp_path):
+    r, calls = _build_sh(tmp_path, "build-fails", OCI_RUNTIME=str(tmp_path / "bin" / "runc"))
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert _error_lines(r.stderr) == [last], r.stderr
+    assert last.startswith("error: docker/build.sh stopped at: podman build of")
+    assert not [c for c in calls if "run" in c[1:4]], calls  # no smoke run after it
+
+
+@pytest.mark.parametrize("base_exists", ["0", "1"])
+def test_podman_build_uses_the_hosts_runtime_and_never_pulls_the_local_image(tmp_path, base_exists):
+    from tests.engine import crun_usable_here
+
+    r, calls = _build_sh(tmp_path, "ok", FAKE_BASE_EXISTS=base_exists)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # crun, what `apt-get install podman` brings, unless this host's cgroups rule it out
+    runtime = str(tmp_path / "bin" / ("crun" if crun_usable_here() else "runc"))
+    podman = [c for c in calls if c[0] == "podman"]
+    assert podman and all(c[1:3] == ["--runtime", runtime] for c in podman), podman
+    verbs = [c[3] for c in podman]
+    debootstrapped = any(c[0] == "debootstrap" for c in calls)
+    assert debootstrapped == (base_exists == "1")
+    assert verbs == ["info", "image", *(["import"] if base_exists == "1" else []), "build", "run"]
+    assert "pull" not in verbs
+    (build,) = [c for c in podman if c[3] == "build"]
+    assert "--pull=never" in build  # the base is the local one
+    assert build[build.index("-t") + 1 :].count("vical") == 1  # README's name, besides the tag
+    (run,) = [c for c in podman if c[3] == "run"]
+    assert "--pull=never" in run and "localhost/vical:test" in run
+
+
+def test_a_failed_debootstrap_stops_the_build_and_leaves_no_root_file_system(tmp_path):
+    r, calls = _build_sh(
+        tmp_path, "ok", OCI_RUNTIME=str(tmp_path / "bin" / "runc"), FAKE_DEBOOTSTRAP_FAILS="1"
+    )
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert _error_lines(r.stderr) == [last] and "debootstrap" in last, r.stderr
+    (debootstrap,) = [c for c in calls if c[0] == "debootstrap"]
+    root = Path(debootstrap[debootstrap.index("bookworm") + 1])
+    assert root.name.startswith("vical-rootfs.") and not root.exists()
+    assert [c[3] for c in calls if c[0] == "podman"] == ["info", "image"]  # no import, no build
+
+
+def test_docker_build_names_no_runtime_and_runs_the_local_image_only(tmp_path):
+    r, calls = _build_sh(tmp_path, "ok", engine="docker")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [c[1] for c in calls] == ["build", "run"], calls
+    assert not [c for c in calls if "--runtime" in c]
+    assert "--pull=never" in calls[1] and "--pull=never" not in calls[0]

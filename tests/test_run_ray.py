@@ -1,13 +1,19 @@
 """``vical eval --executor ray`` on a real Ray cluster started here on 127.0.0.1: a worker
 killed mid-episode is replaced and the run still ends with exactly its episode set, the
 same episodes a local run plays; Ctrl-C stops it within seconds, keeps what finished, and
-the same command resumes it. Marked ``ray`` (run by ``nox -s ray``); skipped without the
-ray extra."""
+the same command resumes it. A head started the way an operator starts one (`ray start
+--head`, the CLI) runs a sharded evaluation whose merge equals the local run; a cluster
+that cannot be started or reached is one error line. Marked ``ray`` (run by ``nox -s
+ray``); skipped without the ray extra."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +37,7 @@ TASKS = "taxi/state1,taxi/state2,taxi/state3,cartpole/seed41,cartpole/seed42,cli
 RUNS = 2
 TASK_TITLE = "ray::play_on_worker"  # the process title of a worker playing an episode
 VICAL = str(Path(sys.executable).with_name("vical"))
+RAY = str(Path(sys.executable).with_name("ray"))
 
 
 @pytest.fixture(scope="module")
@@ -175,3 +182,153 @@ def test_no_address_and_a_dead_address_are_one_error_line(tmp_path):
     assert r.returncode == 2, r.stdout + r.stderr
     assert "nothing answers at the Ray address '127.0.0.1:1'" in r.stderr
     assert time.time() - t0 < 30
+
+
+def _free_ports(n: int) -> list[int]:
+    """``n`` distinct TCP ports free on 127.0.0.1 now (all held open while choosing)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+@pytest.fixture(scope="module")
+def cli_head():
+    """A Ray head started with the `ray start --head` command, on 127.0.0.1, on free ports,
+    with its own temporary folder; its address. Stopped by ending that command (and any
+    process of this head it leaves behind, found by the temporary folder's name)."""
+    # short: Ray's socket paths under it must fit in a Unix socket name (107 bytes)
+    temp = tempfile.mkdtemp(prefix="vr-", dir="/tmp")
+    gcs, node, objects, client, agent, agent_grpc, env_agent, metrics = _free_ports(8)
+    log = Path(temp) / "ray-start.log"
+    cmd = [
+        RAY, "start", "--head", "--block", "--disable-usage-stats",
+        "--node-ip-address", "127.0.0.1", "--port", str(gcs),
+        "--node-manager-port", str(node), "--object-manager-port", str(objects),
+        "--dashboard-agent-listen-port", str(agent),
+        "--dashboard-agent-grpc-port", str(agent_grpc),
+        "--runtime-env-agent-port", str(env_agent), "--metrics-export-port", str(metrics),
+        "--include-dashboard", "false", "--num-cpus", "2",
+        "--object-store-memory", str(100 * 1024**2), "--temp-dir", temp,
+    ]  # fmt: skip
+    if importlib.util.find_spec("grpc") is not None:  # Ray Client can start: give it a port
+        cmd += ["--ray-client-server-port", str(client)]
+    address = f"127.0.0.1:{gcs}"
+    with log.open("wb") as out:
+        head = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while "Ray runtime started" not in log.read_text():  # what it prints once the node is up
+            assert head.poll() is None, f"ray start --head exited:\n{log.read_text()}"
+            assert time.time() < deadline, f"the Ray head never came up:\n{log.read_text()}"
+            time.sleep(0.5)
+        yield address
+    finally:
+        head.send_signal(signal.SIGTERM)  # --block: ending the command stops its processes
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            head.kill()
+            head.wait()
+        for pid in processes_naming(temp):  # anything of this head still alive
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_a_sharded_run_through_a_head_started_with_ray_start_equals_the_local_run(
+    cli_head, local_run, tmp_path
+):
+    # as README says for a head `ray start` made: Ray sends the token (~/.ray/auth_token,
+    # which `ray start` wrote) to an explicit address only with RAY_AUTH_MODE=token
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["RAY_AUTH_MODE"] = "token"
+    shards = []
+    for k in range(2):
+        out = tmp_path / f"shard-{k}"
+        r = subprocess.run(
+            [*_cmd(cli_head, out), "--shard", f"{k}/2"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
+        assert r.returncode == 0, r.stdout + r.stderr
+        shards.append(out)
+    played = [sorted(p.name for p in (s / "episodes").iterdir()) for s in shards]
+    assert all(played) and not set(played[0]) & set(played[1])  # two slices, no overlap
+    merged = tmp_path / "merged"
+    r = subprocess.run(
+        [VICAL, "merge", *map(str, shards), "--out", str(merged)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    _check_run(merged, local_run)
+
+
+def test_a_token_cluster_joined_without_the_token_mode_is_one_error_line(cli_head, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
+    r = subprocess.run(
+        [VICAL, "eval", "--agent", "random", "--tasks", "taxi/state1", "--executor", "ray",
+         "--ray-address", cli_head, "--no-report", "--out", str(tmp_path / "run")],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    line = _one_error_line(r)
+    assert cli_head in line and "RAY_AUTH_MODE=token" in line
+
+
+def _one_error_line(r: subprocess.CompletedProcess) -> str:
+    """The error line of a failed command; fails unless it is its only one, with no traceback."""
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and r.stderr.strip().splitlines()[-1] == errors[0], r.stderr
+    return errors[0]
+
+
+def test_a_private_node_that_cannot_start_is_one_error_line(tmp_path):
+    """`--ray-address local` where Ray cannot make its node (its temporary folder is a
+    file): one error line, not Ray's traceback."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["RAY_TMPDIR"] = str(blocker)
+    r = subprocess.run(
+        [VICAL, "eval", "--agent", "random", "--tasks", "taxi/state1", "--executor", "ray",
+         "--ray-address", "local", "--no-report", "--out", str(tmp_path / "run")],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    line = _one_error_line(r)
+    assert "cannot start a private Ray node" in line and str(blocker) in line
+
+
+def test_an_address_where_no_ray_answers_is_one_error_line(tmp_path):
+    """A port that accepts connections but is not a Ray head (here: an HTTP server)."""
+    from http.server import HTTPServer, SimpleHTTPRequestHandler
+
+    server = HTTPServer(("127.0.0.1", 0), SimpleHTTPRequestHandler)
+    import threading
+
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    address = f"127.0.0.1:{server.server_address[1]}"
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    t0 = time.time()
+    try:
+        r = subprocess.run(
+            [VICAL, "eval", "--agent", "random", "--tasks", "taxi/state1", "--executor", "ray",
+             "--ray-address", address, "--no-report", "--out", str(tmp_path / "run")],
+            capture_output=True, text=True, env=env, timeout=300,
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+    line = _one_error_line(r)
+    assert address in line
+    assert time.time() - t0 < 120

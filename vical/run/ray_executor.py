@@ -26,6 +26,14 @@ task-data digest; the run refuses a cluster that differs from the driver (run th
 cluster from the same image). The API key variable an agent reads must be set on
 the workers too: the driver never sends secrets through Ray.
 
+Before connecting, the address is checked: something must listen there and answer
+as a gRPC server does (a Ray head does), else the run stops at once instead of
+waiting inside Ray. Whatever Ray raises while starting a private node or joining a
+cluster becomes one :class:`RayExecutorError` line. A cluster started with token
+authentication (``ray start``'s default in the pinned Ray) is joined only with
+``RAY_AUTH_MODE=token`` set for the driver: Ray sends its token to an address given
+explicitly only when told to.
+
 ``ray`` is an optional extra (``pip install 'vical[ray]'``), imported only here.
 """
 
@@ -61,11 +69,33 @@ def ray_address(option: str | None) -> str | None:
     return option or os.environ.get("RAY_ADDRESS") or None
 
 
-def check_reachable(address: str, timeout: float = 10.0) -> None:
-    """Fail at once when nothing listens at a ``HOST:PORT`` (or ``ray://HOST:PORT``) address.
+# What an HTTP/2 client sends first (RFC 9113, 3.4): the preface, then an empty SETTINGS
+# frame. A gRPC server, as Ray's head and its client server are, answers with a frame
+# of its own whose type byte (the fourth) is SETTINGS.
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+HTTP2_SETTINGS = 4
 
-    Without this, connecting to a wrong address waits for minutes inside Ray.
-    ``local`` and ``auto`` are left to Ray.
+
+def _answers_http2(conn: socket.socket) -> bool:
+    """True when the peer answers the HTTP/2 preface with an HTTP/2 frame."""
+    head = b""
+    with contextlib.suppress(OSError):
+        conn.sendall(HTTP2_PREFACE)
+        while len(head) < 9:
+            chunk = conn.recv(9 - len(head))
+            if not chunk:
+                break
+            head += chunk
+    return len(head) == 9 and head[3] == HTTP2_SETTINGS
+
+
+def check_reachable(address: str, timeout: float = 10.0) -> None:
+    """Fail at once when nothing listens at a ``HOST:PORT`` (or ``ray://HOST:PORT``) address,
+    or when what listens there is not a gRPC server (so not a Ray head).
+
+    Without this, connecting to a wrong address waits for minutes inside Ray (for ever
+    when another kind of server answers there). ``local`` and ``auto`` are left to Ray;
+    so is the second check when Ray is told to use TLS (``RAY_USE_TLS``).
     """
     rest = address.removeprefix("ray://")
     host, sep, port = rest.rpartition(":")
@@ -76,12 +106,21 @@ def check_reachable(address: str, timeout: float = 10.0) -> None:
             f"--ray-address {address!r} is not HOST:PORT, ray://HOST:PORT, `local` or `auto`"
         )
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+        conn = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
     except OSError as e:
         raise RayExecutorError(
             f"nothing answers at the Ray address {address!r} ({e.strerror or e}); check "
             "--ray-address (or RAY_ADDRESS) and that the cluster is up (`ray status` on its head)"
         ) from None
+    with conn:
+        tls = os.environ.get("RAY_USE_TLS", "0").strip().lower() in ("1", "true")
+        if not tls and not _answers_http2(conn):
+            raise RayExecutorError(
+                f"something answers at the Ray address {address!r}, but not a Ray head (it "
+                "does not speak gRPC); check --ray-address (or RAY_ADDRESS): the head's port "
+                "is the one `ray start --head --port` was given (6379 unless told), or 10001 "
+                "with ray:// for Ray Client"
+            )
 
 
 def _ray() -> Any:
@@ -175,10 +214,25 @@ def connected(address: str | None) -> Iterator[Any]:
             # a private cluster listens on the loopback interface only
             **({"include_dashboard": False, "_node_ip_address": "127.0.0.1"} if private else {}),
         )
-    except (ConnectionError, RuntimeError, ValueError) as e:
+    except Exception as e:  # whatever Ray raises while starting or joining a node
+        if private:
+            raise RayExecutorError(
+                f"cannot start a private Ray node (--ray-address local): {_one_line(e)}; "
+                "check the free disk and memory and RAY_TMPDIR, or start a cluster with "
+                "`ray start --head` and pass its address"
+            ) from None
+        # Ray sends its token to an address given explicitly only when told to
+        token = os.environ.get("RAY_AUTH_MODE", "").strip().lower() == "token"
         raise RayExecutorError(
-            f"cannot connect to the Ray cluster at {address!r}: {e}; check --ray-address "
-            "(or RAY_ADDRESS) and that the cluster is up (`ray status`)"
+            f"cannot connect to the Ray cluster at {address!r}: {_one_line(e)}; check "
+            "--ray-address (or RAY_ADDRESS) and that the cluster is up (`ray status`)"
+            + (
+                ""
+                if token
+                else "; a cluster started with token authentication (`ray start`'s default) "
+                "also needs RAY_AUTH_MODE=token here, with its token in ~/.ray/auth_token or "
+                "RAY_AUTH_TOKEN"
+            )
         ) from None
     try:
         from vical import __version__
@@ -196,6 +250,15 @@ def connected(address: str | None) -> Iterator[Any]:
     finally:
         with contextlib.suppress(Exception):
             ray.shutdown()
+
+
+def _one_line(error: BaseException) -> str:
+    """An exception as one line: its type (unless a plain Exception) and first line."""
+    first = next((ln.strip() for ln in str(error).splitlines() if ln.strip()), "")
+    kind = type(error).__name__
+    if kind == "Exception" and first:
+        return first
+    return f"{kind}: {first}" if first else kind
 
 
 def _cause(error: BaseException) -> BaseException:
