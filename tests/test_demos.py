@@ -123,3 +123,28 @@ def test_demo_package(task):
         back, fps = decode_mp4(v.mp4)
         assert fps == 1.0 and len(back) == v.n_frames
         assert back[0].shape[0] % 2 == 0 and back[0].shape[1] % 2 == 0
+
+
+def test_captions_use_the_basic_layout_whatever_the_machine_has():
+    """Pillow lays text out with libraqm where the machine has libfribidi and with its
+    basic layout elsewhere (the minimal image); the two place a caption's glyphs
+    differently, so demo JPEGs would differ between machines. Both caption fonts
+    (demo frames, trajectory sheets) are held to the basic layout."""
+    from PIL import ImageDraw, ImageFont, features
+
+    from vical.demos.render import _font, font_path
+    from vical.run.trajectory import font as sheet_font
+
+    assert _font(12).layout_engine == ImageFont.Layout.BASIC
+    assert sheet_font(12).layout_engine == ImageFont.Layout.BASIC
+    if not features.check("raqm"):
+        pytest.skip("libraqm is not available here: nothing to compare against")
+    text = step_caption(7, "UPRIGHTFIRE")
+
+    def drawn(engine) -> bytes:
+        img = Image.new("RGB", (240, 20))
+        f = ImageFont.truetype(font_path(), 12, layout_engine=engine)
+        ImageDraw.Draw(img).text((2, 2), text, font=f, fill=(255, 255, 255))
+        return img.tobytes()
+
+    assert drawn(ImageFont.Layout.RAQM) != drawn(ImageFont.Layout.BASIC)

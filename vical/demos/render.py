@@ -26,7 +26,7 @@ STRIP_HEIGHT = 40
 FPS = 1
 JPEG_QUALITY = 90
 # Bump when anything that changes rendered bytes changes (part of the cache key).
-RENDER_VERSION = "1"
+RENDER_VERSION = "2"  # 2: captions laid out with FreeType's basic layout
 
 START_CAPTION = "Start State"
 _MAX_FONT = 16
@@ -90,7 +90,10 @@ def font_path() -> str:
 
 @cache
 def _font(size: int) -> ImageFont.FreeTypeFont:
-    return ImageFont.truetype(font_path(), size)
+    # The basic layout, never libraqm: Pillow uses raqm only where the machine has
+    # libfribidi, and the two lay the same caption out a pixel apart, so a demo
+    # rendered in the minimal image and on a desktop would give other JPEG bytes.
+    return ImageFont.truetype(font_path(), size, layout_engine=ImageFont.Layout.BASIC)
 
 
 def _fit_font(draw: ImageDraw.ImageDraw, text: str, width: int) -> ImageFont.FreeTypeFont:

@@ -22,7 +22,8 @@ def font(size: int = 12) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
         import matplotlib
 
         path = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
-        return ImageFont.truetype(str(path), size)
+        # the basic layout: raqm (used where libfribidi is installed) moves glyphs
+        return ImageFont.truetype(str(path), size, layout_engine=ImageFont.Layout.BASIC)
     except (ImportError, OSError):
         return ImageFont.load_default()
 
