@@ -13,12 +13,19 @@ take on this machine even if every start state cost nothing. Usage::
     python benchmarks/verify_speed.py [--tasks 'taxi,pong'] [--runs 3] [--workers 2]
 
 Without ``--tasks`` it covers every task (the full random reference).
+
+To compare two versions of the verifier on one bundle, make the bundle once and
+time verification alone, e.g. alternating the two checkouts::
+
+    python benchmarks/verify_speed.py --keep ref/        # run, bundle, keep ref/
+    python benchmarks/verify_speed.py --bundle ref/      # verify ref/b.tar.gz only
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -65,13 +72,30 @@ def simulate_task(job: list[tuple[str, list[str]]], drawn: bool = False) -> tupl
     return played, cpu
 
 
+def verify_only(folder: Path, workers: int) -> None:
+    """Verify the bundle a ``--keep`` run left in ``folder``; print the time and verdict."""
+    t0 = time.perf_counter()
+    v = verify_bundle(
+        folder / "b.tar.gz", pubkeys=[folder / "key.pub"], workers=workers, progress=False
+    )
+    secs = time.perf_counter() - t0
+    print(f"verify {folder / 'b.tar.gz'}: {secs:.1f} s, {'PASS' if v.ok else 'FAIL'}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", default=None)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--workers", type=int, default=os.cpu_count())
     ap.add_argument("--no-floor", action="store_true", help="skip the simulation floor")
+    ap.add_argument("--keep", type=Path, help="also keep the bundle and its key in this folder")
+    ap.add_argument(
+        "--bundle", type=Path, help="only verify the bundle kept in this folder by --keep"
+    )
     args = ap.parse_args()
+    if args.bundle is not None:
+        verify_only(args.bundle, args.workers)
+        return
     tasks = select_tasks(args.tasks)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
@@ -88,6 +112,10 @@ def main() -> None:
         )
         t_run = time.perf_counter() - t0
         make_bundle(d / "run", priv, d / "b.tar.gz", team="bench", partial=True)
+        if args.keep is not None:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            shutil.copy(d / "b.tar.gz", args.keep / "b.tar.gz")
+            shutil.copy(pub, args.keep / "key.pub")
         t0 = time.perf_counter()
         v = verify_bundle(d / "b.tar.gz", pubkeys=[pub], workers=args.workers, progress=False)
         t_verify = time.perf_counter() - t0

@@ -80,6 +80,64 @@ def test_redact_text_removes_given_secrets_and_recognisable_credentials():
     assert "https://proxy.example/v1?key=***&x=1" in out
 
 
+def _b64(text: str, urlsafe: bool = False) -> str:
+    import base64
+
+    enc = base64.urlsafe_b64encode if urlsafe else base64.b64encode
+    return enc(text.encode()).decode("ascii")
+
+
+SECRET = "sk-proj-Zq8xW2vKp4Lm9Tr7Yb3Nc6"
+BODY = SECRET.removeprefix("sk-proj-")
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        pytest.param(SECRET.upper(), id="upper-case"),
+        pytest.param(SECRET.lower(), id="lower-case"),
+        pytest.param(BODY, id="without-prefix"),
+        pytest.param(BODY.upper(), id="without-prefix-upper-case"),
+        pytest.param(SECRET.removeprefix("sk-"), id="without-sk-only"),
+        pytest.param(_b64(SECRET), id="base64"),
+        pytest.param(_b64(SECRET, urlsafe=True), id="base64-urlsafe"),
+        pytest.param(_b64(BODY), id="base64-without-prefix"),
+    ],
+)
+def test_redact_text_finds_the_secret_in_the_forms_it_travels_in(form):
+    text = f"upstream said: invalid credential {form!s} (request 42)"
+    out = redact_text(text, [SECRET])
+    assert form not in out
+    assert out.startswith("upstream said: invalid credential ") and "(request 42)" in out
+    assert MASK in out
+
+
+@pytest.mark.parametrize("lead", ["", "a", "ab", '{"api":"x","k":"'])
+def test_redact_text_masks_a_base64_secret_inside_a_longer_encoded_blob(lead):
+    """A secret encoded with other bytes before it (a JSON body, a Basic pair) starts at
+    any of three byte offsets; the part of the encoding that is the secret's own goes."""
+    blob = _b64(lead + SECRET + '"}')
+    out = redact_text(f"echo {blob} end", [SECRET])
+    import base64
+
+    decoded = base64.b64decode(blob)
+    assert SECRET.encode() in decoded  # the blob did carry it
+    assert MASK in out and blob not in out
+    # what is left of the blob no longer holds more than a few characters of the key
+    for piece in out.removeprefix("echo ").removesuffix(" end").split(MASK):
+        rest = base64.b64decode(piece + "=" * (-len(piece) % 4), validate=False) if piece else b""
+        assert SECRET[4:12].encode() not in rest
+
+
+def test_redact_argv_masks_a_key_shaped_value_in_upper_case():
+    assert redact_argv(["vical", "eval", SECRET.upper(), "HF_" + "A1b2C3d4" * 3]) == [
+        "vical",
+        "eval",
+        MASK,
+        MASK,
+    ]
+
+
 def test_redact_text_leaves_ordinary_text_and_short_secrets_alone():
     text = "[Action:Up]\nThe key to this level is the door; x marks the spot."
     assert redact_text(text, ["x", "", None]) == text

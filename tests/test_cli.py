@@ -171,6 +171,50 @@ def test_the_root_group_turns_any_vical_error_into_its_exit_code():
     assert isinstance(r.exception, ValueError)  # other exceptions are not swallowed
 
 
+def test_the_root_group_gives_every_command_the_signal_contract():
+    """Inside any command SIGTERM has a handler (it means what Ctrl-C means), and an
+    interrupt the command lets through, as KeyboardInterrupt or as the pool's
+    Interrupted, ends as one `interrupted:` line naming the signal, with status 130."""
+    import signal
+
+    import typer
+
+    from vical.cli import _RootGroup
+    from vical.run.pool import Interrupted
+
+    probe = typer.Typer(cls=_RootGroup)
+    seen = {}
+
+    @probe.command("look")
+    def look() -> None:
+        seen["term"] = signal.getsignal(signal.SIGTERM)
+        seen["int"] = signal.getsignal(signal.SIGINT)
+
+    @probe.command("ctrl-c")
+    def ctrl_c() -> None:
+        raise KeyboardInterrupt
+
+    @probe.command("pool")
+    def pool() -> None:
+        raise Interrupted(signal.SIGTERM)
+
+    before = signal.getsignal(signal.SIGTERM)
+    before_int = signal.getsignal(signal.SIGINT)
+    assert runner.invoke(probe, ["look"]).exit_code == 0
+    assert callable(seen["term"]) and seen["term"] is seen["int"]
+    assert seen["term"] not in (signal.SIG_DFL, signal.SIG_IGN, signal.default_int_handler)
+    assert signal.getsignal(signal.SIGTERM) == before  # given back without a signal
+    for name, sig in (("ctrl-c", "SIGINT"), ("pool", "SIGTERM")):
+        try:
+            r = runner.invoke(probe, [name])
+        finally:
+            signal.signal(signal.SIGINT, before_int)  # interrupted() ignored further ones
+            signal.signal(signal.SIGTERM, before)
+        assert r.exit_code == 130 and isinstance(r.exception, SystemExit), r.output
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"interrupted: {sig}: stopped"), r.stderr
+
+
 def test_a_folder_without_task_files_is_one_error_line(tmp_path):
     import os
     import subprocess

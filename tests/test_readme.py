@@ -94,6 +94,8 @@ PARSE_ONLY = {
     ("play",): "serves the play page until interrupted",
     ("audit", "label"): "serves the labelling page until interrupted",
     ("audit", "agreement"): "needs a person's labels",
+    ("wm", "couple"): "plays 20 tasks three times through a baseline server (minutes)",
+    ("wm", "couple-table"): "reads the coupled runs of the command before it",
 }
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 

@@ -216,3 +216,24 @@ def test_merge_cli_refuses_a_used_out_folder_and_exits_1(runs, tmp_path):
         app, ["merge", *(str(runs / f"s{i}") for i in range(3)), "--out", str(tmp_path / "busy")]
     )
     assert r.exit_code == 1 and "exists and is not empty" in r.output
+
+
+@pytest.mark.parametrize("alias", ["same", "symlink", "dot"])
+def test_merge_cli_names_a_shard_folder_given_twice_as_an_overlap(runs, tmp_path, alias):
+    """The same folder twice (or under another name) is an overlap of its episodes, said
+    in one line; not the lock it would wait for on itself ("in use by vical pid N")."""
+    s1 = runs / "s1"
+    if alias == "same":
+        again = s1
+    elif alias == "symlink":
+        again = tmp_path / "link"
+        again.symlink_to(s1)
+    else:
+        again = runs / "." / "s1"
+    shards = [str(runs / "s0"), str(s1), str(again), str(runs / "s2")]
+    r = cli.invoke(app, ["merge", *shards, "--out", str(tmp_path / "m")])
+    assert r.exit_code == 1, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: overlap:"), r.output
+    assert "in use" not in r.output and str(again) in lines[0] and "given twice" in lines[0]
+    assert not (tmp_path / "m").exists()

@@ -338,3 +338,63 @@ def test_a_member_declared_beyond_what_an_episode_can_produce_is_refused(runs, t
     msg = _refused(out, pub, "[manifest]")
     assert "refusing" in msg or "more than such a file can hold" in msg
     assert not any(tmp_path.glob("vical-verify-*"))
+
+
+# -- demonstration content --------------------------------------------------------------
+def test_demonstrations_altered_before_the_run_are_refused(tmp_path, monkeypatch):
+    """A team that edits its rendered demonstrations (here: a hint painted over the
+    first frame of taxi/state1's first clip in its demo cache) and then runs honestly
+    gets logs, requests and media that agree with each other; verification renders the
+    clip itself and refuses the media, in both transports' sense: frames edited."""
+    import io
+
+    from PIL import Image, ImageDraw
+
+    from vical.demos import cache_dir, clip_key
+    from vical.spec import get_task
+
+    task = get_task("taxi/state1")
+    clip = task.variant.demos[0]
+    team_cache = tmp_path / "team-cache"
+    monkeypatch.setenv("VICAL_CACHE", str(team_cache))
+    priv, pub = keygen(tmp_path / "team")
+    # the team renders its demos once, then paints over the first frame of the cache
+    from vical.demos import load_demo_clip
+
+    load_demo_clip(task, clip)
+    key = clip_key(task, clip)
+    first = cache_dir() / key[:2] / key / "frame_000.jpg"
+    img = Image.open(io.BytesIO(first.read_bytes())).convert("RGB")
+    ImageDraw.Draw(img).rectangle((0, 0, 40, 12), fill=(255, 0, 0))
+    buf = io.BytesIO()
+    img.save(buf, "JPEG", quality=90)
+    first.write_bytes(buf.getvalue())
+    run = tmp_path / "run"
+    with BaselineServer() as srv:
+        run_eval(
+            select_tasks("taxi/state1"),
+            run,
+            agent="openai-chat",
+            agent_kwargs={"endpoint": srv.openai_base_url, "model": "baseline"},
+            workers=1,
+            progress=False,
+        )
+    make_bundle(run, priv, tmp_path / "b.tar.gz", team="Team A", partial=True)
+    # the maintainer's machine renders the clip from the task data
+    monkeypatch.setenv("VICAL_CACHE", str(tmp_path / "maintainer-cache"))
+    _refused(tmp_path / "b.tar.gz", pub, "are not the rendering of clip")
+    # the same steps without the edit pass (the check is not refusing every bundle)
+    monkeypatch.setenv("VICAL_CACHE", str(tmp_path / "honest-cache"))
+    honest = tmp_path / "honest"
+    with BaselineServer() as srv:
+        run_eval(
+            select_tasks("taxi/state1"),
+            honest,
+            agent="openai-chat",
+            agent_kwargs={"endpoint": srv.openai_base_url, "model": "baseline"},
+            workers=1,
+            progress=False,
+        )
+    make_bundle(honest, priv, tmp_path / "h.tar.gz", team="Team A", partial=True)
+    monkeypatch.setenv("VICAL_CACHE", str(tmp_path / "maintainer-cache"))
+    assert _verify(tmp_path / "h.tar.gz", pub).ok

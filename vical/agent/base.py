@@ -42,13 +42,30 @@ class EpisodeContext:
 
 
 @dataclass(frozen=True)
+class Imagined:
+    """A world model's imagined rollout of one candidate action (``vical wm couple``):
+    the frames it predicts after each action of ``intervention``, with their sha256."""
+
+    action: str
+    intervention: tuple[str, ...]
+    frames: tuple[npt.NDArray[np.uint8], ...]
+    frame_sha256: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Observation:
-    """One decision point: the current frame and the previous action."""
+    """One decision point: the current frame and the previous action.
+
+    ``imagined``: in a coupled run, the world model's rollout of each candidate
+    action from this frame, which a model backend shows with the frame; empty
+    otherwise.
+    """
 
     step: int
     frame: npt.NDArray[np.uint8]
     frame_sha256: str
     previous_action: str | None
+    imagined: tuple[Imagined, ...] = ()
 
 
 @dataclass

@@ -113,6 +113,23 @@ def next_turn_text(previous_action: str) -> str:
     return f"Your move {previous_action} has been applied. This is the screen now."
 
 
+def imagination_intro(candidates: int, horizon: int) -> str:
+    """Introduces a world model's imagined rollouts of the candidate moves (``vical wm couple``)."""
+    moves = "one candidate move" if candidates == 1 else f"{candidates} candidate moves"
+    times = "once" if horizon == 1 else f"{horizon} times in a row"
+    return (
+        f"A world model imagined the screens that would follow {moves} from the current "
+        f"screen, each move played {times}. These pictures are its predictions, which may "
+        "be wrong; only the real screen is certain."
+    )
+
+
+def imagined_heading(action: str, frames: int) -> str:
+    """Label placed before the imagined screens of one candidate move."""
+    noun = "screen" if frames == 1 else f"{frames} screens, in order"
+    return f"Imagined if you play {action} ({noun}):"
+
+
 def next_turn_reminder() -> str:
     return "Reply with [Action:<name>] on the first line."
 

@@ -404,11 +404,14 @@ def first_message(
     demos: list[list[Part]],
     demo_transport: str,
     frame: Part,
+    imagined: list[Part] | None = None,
 ) -> Message:
     """The first user message: task introduction (with the ``rules`` text), the
     demonstrations (``demos``: each one's media parts, one video part or its
     frames as image parts under ``demo_transport`` ``frames``), the start
-    frame's part and the answer contract."""
+    frame's part and the answer contract. ``imagined`` (a coupled run's
+    :func:`imagination_parts`) goes before the start frame, which stays the
+    message's last image."""
     text = prompts.task_intro(task, action_names, max_steps, rules)
     parts: list[Part] = [{"type": "text", "text": text}]
     n = len(demos)
@@ -421,22 +424,40 @@ def first_message(
         else:
             parts.append({"type": "text", "text": prompts.demo_frames_intro(i, len(media))})
             parts.extend(media)
+    parts.extend(imagined or [])
     parts.append({"type": "text", "text": prompts.start_frame_text()})
     parts.append(frame)
     parts.append({"type": "text", "text": prompts.answer_contract(action_names)})
     return {"role": "user", "content": parts}
 
 
-def next_message(previous_action: str, frame: Part) -> Message:
-    """A later turn's user message: the move applied and the new frame's part."""
+def next_message(previous_action: str, frame: Part, imagined: list[Part] | None = None) -> Message:
+    """A later turn's user message: the move applied, the new frame's part and, in a
+    coupled run, the :func:`imagination_parts` after it."""
     return {
         "role": "user",
         "content": [
             {"type": "text", "text": prompts.next_turn_text(previous_action)},
             frame,
+            *(imagined or []),
             {"type": "text", "text": prompts.next_turn_reminder()},
         ],
     }
+
+
+def imagination_parts(rollouts: list[tuple[str, list[Part]]]) -> list[Part]:
+    """A coupled run's world-model rollouts as message parts: an introduction, then per
+    candidate action a heading and the image part of each imagined frame (empty: none)."""
+    if not rollouts:
+        return []
+    horizon = max(len(frames) for _, frames in rollouts)
+    parts: list[Part] = [
+        {"type": "text", "text": prompts.imagination_intro(len(rollouts), horizon)}
+    ]
+    for action, frames in rollouts:
+        parts.append({"type": "text", "text": prompts.imagined_heading(action, len(frames))})
+        parts.extend(frames)
+    return parts
 
 
 def retry_message(parsed: Any, action_names: list[str]) -> Message:
@@ -992,11 +1013,29 @@ class ProtocolAgent(Agent):
             demos,
             self.demo_transport,
             self._frame_part(obs.frame, obs.frame_sha256),
+            self._imagined_parts(obs),
         )
 
     def _next_message(self, obs: Observation) -> Message:
         assert obs.previous_action is not None
-        return next_message(obs.previous_action, self._frame_part(obs.frame, obs.frame_sha256))
+        return next_message(
+            obs.previous_action,
+            self._frame_part(obs.frame, obs.frame_sha256),
+            self._imagined_parts(obs),
+        )
+
+    def _imagined_parts(self, obs: Observation) -> list[Part]:
+        """The observation's imagined rollouts (a coupled run) as parts, each frame a
+        JPEG part encoded once per episode like a live frame."""
+        return imagination_parts(
+            [
+                (
+                    r.action,
+                    [self._frame_part(f, h) for f, h in zip(r.frames, r.frame_sha256, strict=True)],
+                )
+                for r in obs.imagined
+            ]
+        )
 
     def close(self) -> None:
         close = getattr(self._client, "close", None)

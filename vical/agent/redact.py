@@ -25,10 +25,19 @@ odd input. Secret strings shorter than :data:`MIN_SECRET_LEN` characters are
 not searched for in free text (a one-letter "key" used against a local test
 server would otherwise blank out every occurrence of that letter); the
 patterns still catch them where they appear in a recognisable position.
+
+A given secret is found in the forms it travels in, not only as typed: in any
+letter case (a proxy that upper-cases headers), without the prefix that names
+its kind (``sk-``, ``sk-proj-``, ``AIza``, ``hf_``, ...; a server may quote only
+the key's body) and base64-encoded, standard or URL-safe alphabet, alone or
+inside a longer encoded blob (a Basic header, an encoded JSON body): the part of
+the encoding that depends on the secret alone is masked, whatever bytes precede
+it.
 """
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterable, Sequence
 from typing import overload
@@ -92,6 +101,55 @@ _CREDENTIAL_SHAPE_RE = re.compile(
     r"^(?:sk-[A-Za-z0-9_-]{8,}|sk_[A-Za-z0-9_]{8,}|AIza[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{20,}"
     r"|hf_[A-Za-z0-9]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|(?:Bearer|Basic)\s+\S+)$"
 )
+# the same shapes in another letter case (SK-..., HF_...), where no capital is wrong
+_CREDENTIAL_SHAPE_ANY_CASE_RE = re.compile(
+    r"^(?:sk[-_][A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,})$", re.I
+)
+
+
+# the prefixes that name a key's kind (OpenAI, Anthropic, OpenRouter, Stripe-style,
+# Google, GitHub, Hugging Face, Slack): what follows is secret on its own
+_KEY_PREFIX_RE = re.compile(
+    r"^(?:(?:sk|rk|pk)[-_](?:(?:proj|ant|or|live|test|svcacct|admin|api)[-_](?:v\d+[-_])?)?"
+    r"|AIza|gh[pousr]_|hf_|xox[abprs]-)",
+    re.I,
+)
+
+
+def _b64_cores(secret: str) -> list[str]:
+    """The parts of a base64 encoding that depend on ``secret`` alone, for each of the
+    three byte offsets it can start at inside a longer encoded text, in the standard
+    and the URL-safe alphabet (character ``i`` of an encoding carries bits
+    ``6i..6i+5``; those inside the secret's bits are the same whatever surrounds it)."""
+    raw = secret.encode()
+    cores: list[str] = []
+    for offset in range(3):
+        enc = base64.b64encode(b"\0" * offset + raw).decode("ascii")
+        start = -(-8 * offset // 6)
+        end = 8 * (offset + len(raw)) // 6
+        core = enc[start:end]
+        if len(core) >= MIN_SECRET_LEN:
+            cores += [core, core.replace("+", "-").replace("/", "_")]
+    return cores
+
+
+def _secret_patterns(secrets: Iterable[str | None]) -> tuple[re.Pattern[str] | None, list[str]]:
+    """(one case-insensitive pattern for the secrets and their bodies without a kind
+    prefix, longest first; their base64 cores, longest first)."""
+    plain: set[str] = set()
+    for s in secrets:
+        if not s or len(s) < MIN_SECRET_LEN:
+            continue
+        plain.add(s)
+        body = _KEY_PREFIX_RE.sub("", s, count=1)
+        if body != s and len(body) >= MIN_SECRET_LEN:
+            plain.add(body)
+    if not plain:
+        return None, []
+    ordered = sorted(plain, key=len, reverse=True)
+    pattern = re.compile("|".join(re.escape(s) for s in ordered), re.I)
+    cores = {c for s in ordered for c in _b64_cores(s)} - plain
+    return pattern, sorted(cores, key=len, reverse=True)
 
 
 def _redact_query(query: str) -> str:
@@ -158,7 +216,8 @@ def redact_text(text: str | None, secrets: Iterable[str | None] = ()) -> str | N
     """``text`` with credentials replaced by ``***``.
 
     Every string of ``secrets`` at least :data:`MIN_SECRET_LEN` long is
-    replaced wherever it occurs (longest first), then credentials recognised
+    replaced wherever it occurs (longest first), in any letter case, without its
+    kind prefix and base64-encoded (see the module docstring), then credentials recognised
     by position: ``Bearer``/``Basic`` tokens, the values of
     ``Authorization``/``x-goog-api-key``/``api-key``-style headers,
     ``key=``/``token=``-style query values and URL userinfo.
@@ -166,8 +225,11 @@ def redact_text(text: str | None, secrets: Iterable[str | None] = ()) -> str | N
     if not text:
         return text
     out = str(text)
-    for s in sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LEN}, key=len, reverse=True):
-        out = out.replace(s, MASK)
+    pattern, cores = _secret_patterns(secrets)
+    if pattern is not None:
+        out = pattern.sub(MASK, out)
+    for core in cores:
+        out = out.replace(core, MASK)
     out = _SCHEME_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", out)
     out = _HEADER_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(3)}{MASK}", out)
     out = _QUERY_RE.sub(lambda m: f"{m.group(1)}{MASK}", out)
@@ -176,7 +238,8 @@ def redact_text(text: str | None, secrets: Iterable[str | None] = ()) -> str | N
 
 
 def _redact_value(value: str) -> str:
-    if _CREDENTIAL_SHAPE_RE.match(value.strip()):
+    bare = value.strip()
+    if _CREDENTIAL_SHAPE_RE.match(bare) or _CREDENTIAL_SHAPE_ANY_CASE_RE.match(bare):
         return MASK
     m = _SECRET_ASSIGN_RE.match(value)
     if m:

@@ -272,6 +272,46 @@ def _count(summary: AuditSummary, record: dict[str, Any]) -> bool:
     return infra
 
 
+@dataclass(frozen=True)
+class _AuditJob:
+    """One episode to audit, as a worker process receives it."""
+
+    run_dir: str
+    backend: str
+    agent_kwargs: dict[str, Any]
+    verdict_retries: int
+    result: Any
+
+
+# the auditor client of this process, per (backend, options): one per worker process
+_AUDITORS: dict[str, Any] = {}
+
+
+def _auditor_key(backend: str, agent_kwargs: dict[str, Any]) -> str:
+    return json.dumps([backend, agent_kwargs], sort_keys=True, default=repr)
+
+
+def _forget_auditors() -> None:
+    """In a new worker: the parent's clients (their connections) are not this process's."""
+    _AUDITORS.clear()
+
+
+def _audit_job(job: _AuditJob) -> dict[str, Any] | None:
+    from vical.agent.base import get_agent
+
+    key = _auditor_key(job.backend, job.agent_kwargs)
+    agent = _AUDITORS.get(key)
+    if agent is None:
+        agent = _AUDITORS[key] = get_agent(job.backend, **job.agent_kwargs)
+    return audit_episode(agent, Path(job.run_dir), job.result, verdict_retries=job.verdict_retries)
+
+
+def _remove_temporaries(run_dir: Path) -> None:
+    """The temporary files of audit records a stopped worker was writing."""
+    for tmp in audit_dir(run_dir).glob(".*.tmp"):
+        tmp.unlink(missing_ok=True)
+
+
 def audit_run(
     run_dir: Path,
     backend: str,
@@ -287,16 +327,17 @@ def audit_run(
 
     ``backend`` and ``agent_kwargs`` build the auditor exactly as ``vical eval``
     builds an agent (``endpoint``, ``model``, ``temperature``, ...). ``workers``
-    episodes are audited at once, each worker thread with its own auditor
-    client (requests are I/O); on Ctrl-C no new episode starts and the ones in
-    flight are finished first. ``progress`` is called with each
-    audited episode's name and record.
+    episodes are audited at once, on worker processes with an auditor client
+    each (:func:`vical.run.pool.run_pool`, as ``vical eval`` plays episodes):
+    SIGINT or SIGTERM stops them at once, so no request is sent after it,
+    and raises :class:`vical.run.pool.Interrupted`; every record already written
+    is kept (each is written whole after each criterion) and the next audit asks
+    only what is missing. ``progress`` is called with each audited episode's name
+    and record.
     """
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
     from vical.agent.base import get_agent
     from vical.agent.protocol import ProtocolAgent
+    from vical.run.pool import run_pool
     from vical.run.runner import lock_run_folder
 
     if verdict_retries < 0:
@@ -306,38 +347,28 @@ def audit_run(
     run_dir = Path(run_dir)
     results = load_results(run_dir)
     summary = AuditSummary(run_dir=run_dir, episodes=len(results))
-    agents: list[Any] = []
-    local = threading.local()
-    lock = threading.Lock()
-    stop = threading.Event()
-    streak = [0]
+    streak = 0
 
-    def auditor() -> Any:
-        if not hasattr(local, "agent"):
-            local.agent = get_agent(backend, **agent_kwargs)
-            with lock:
-                agents.append(local.agent)
-        return local.agent
+    def on_result(job: _AuditJob, record: dict[str, Any] | None, error: BaseException | None):
+        nonlocal streak
+        if error is not None:
+            raise error
+        if record is None:
+            summary.skipped += 1
+            return True
+        summary.audited += 1
+        infra = _count(summary, record)
+        streak = streak + 1 if infra else 0
+        if progress is not None:
+            progress(record["episode"], _stored(record))
+        if streak >= max_consecutive_errors:
+            summary.stopped_by_breaker = True
+            return False
+        return True
 
-    def one(result: Any) -> None:
-        if stop.is_set():
-            return
-        record = audit_episode(auditor(), run_dir, result, verdict_retries=verdict_retries)
-        with lock:
-            if record is None:
-                summary.skipped += 1
-                return
-            summary.audited += 1
-            infra = _count(summary, record)
-            streak[0] = streak[0] + 1 if infra else 0
-            if streak[0] >= max_consecutive_errors:
-                summary.stopped_by_breaker = True
-                stop.set()
-            if progress is not None:
-                progress(record["episode"], _stored(record))
-
+    key = _auditor_key(backend, agent_kwargs)
     try:
-        first = auditor()
+        first = _AUDITORS[key] = get_agent(backend, **agent_kwargs)
         if not isinstance(first, ProtocolAgent):
             raise AgentConfigError(
                 f"backend {backend!r} talks to no model; an auditor needs a model backend "
@@ -346,22 +377,22 @@ def audit_run(
         if preflight:
             first.preflight()
         with lock_run_folder(run_dir):
-            if workers == 1:
-                for r in results:
-                    one(r)
-                    if stop.is_set():
-                        break
-            else:
-                pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vical-audit")
-                try:
-                    for future in [pool.submit(one, r) for r in results]:
-                        future.result()
-                except BaseException:
-                    stop.set()
-                    pool.shutdown(wait=True, cancel_futures=True)
-                    raise
-                pool.shutdown(wait=True)
+            jobs = [
+                _AuditJob(str(run_dir), backend, dict(agent_kwargs), verdict_retries, r)
+                for r in results
+            ]
+            clean = lambda: _remove_temporaries(run_dir)  # noqa: E731
+            run_pool(
+                _audit_job,
+                jobs,
+                min(workers, max(1, len(jobs))),
+                on_result,
+                initializer=_forget_auditors,
+                on_abort=clean,
+                on_interrupt=clean,
+            )
     finally:
-        for agent in agents:
+        for agent in _AUDITORS.values():
             agent.close()
+        _AUDITORS.clear()
     return summary

@@ -78,8 +78,12 @@ def stop_signals() -> Iterator[Stop]:
     command catches it, cleans up and leaves. A further one, while it cleans up
     or later, exits at once with status 130 (whatever was half-written is in a
     temporary place the next run clears). Without a signal, the previous
-    handlers come back on leaving. Handlers are only installed from the main
-    thread.
+    handlers come back on leaving, except where :func:`interrupted` has set the
+    process to ignore further signals while it exits (a handler put back then
+    would be reset to the default by Python's own shutdown, and a second Ctrl-C
+    would kill the process instead of leaving it with status 130). A signal
+    the process was started ignoring stays ignored. Handlers are only installed
+    from the main thread.
     """
     stop = Stop()
     if threading.current_thread() is not threading.main_thread():
@@ -92,11 +96,15 @@ def stop_signals() -> Iterator[Stop]:
         stop.received = signum
         raise KeyboardInterrupt
 
-    old = {s: signal.signal(s, handle) for s in (signal.SIGINT, signal.SIGTERM)}
+    # a signal ignored when we start (`nohup`, a background job of a script) stays so
+    signals = [s for s in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(s) != signal.SIG_IGN]
+    old = {s: signal.signal(s, handle) for s in signals}
     try:
         yield stop
     finally:
         for s, h in old.items():
+            if signal.getsignal(s) == signal.SIG_IGN:
+                continue  # `interrupted()` ran: the process is leaving and ignores more
             signal.signal(s, _leave_now if stop.received is not None else h)
 
 
@@ -147,13 +155,41 @@ class _RootGroup(TyperGroup):
     """The ``vical`` group. Its ``invoke`` runs every command, so it is the one place
     where a :class:`~vical.errors.VicalError` a command lets through becomes one
     ``error: <message>`` line and the error's exit code (through the console
-    script and through ``typer.testing.CliRunner`` alike)."""
+    script and through ``typer.testing.CliRunner`` alike).
+
+    It is also where every command gets the signal contract: SIGTERM (a
+    container's or a service manager's stop) means what Ctrl-C means
+    (:func:`stop_signals`), and an interrupt a command lets through, as
+    ``KeyboardInterrupt`` or as the pool's ``Interrupted``, ends as one
+    ``interrupted:`` line and status 130, never a traceback. Commands that can
+    say more (what was kept, how to resume) catch it first; commands that serve
+    until stopped (``serve-baseline``, ``play``, ``view``) end with status 0.
+    Every output a command writes is replaced whole (a temporary file or
+    folder renamed into place), so none is half-written after either.
+    """
 
     def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
-        except VicalError as e:
-            fail(str(e), e.exit_code)
+        with stop_signals() as stop:
+            try:
+                return super().invoke(ctx)
+            except VicalError as e:
+                fail(str(e), e.exit_code)
+            except KeyboardInterrupt:
+                _stopped(stop.received)
+            except Exception as e:
+                from vical.run.pool import Interrupted
+
+                if isinstance(e, Interrupted):
+                    _stopped(e.signum)
+                raise
+
+
+def _stopped(signum: int | None) -> NoReturn:
+    name = signal.Signals(signum).name if signum else "SIGINT"
+    interrupted(
+        f"{name}: stopped before it finished; every file it writes is replaced whole, so "
+        "none is half-written; run the same command again to do it"
+    )
 
 
 def envs() -> dict[str, EnvSpec]:

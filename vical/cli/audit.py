@@ -141,6 +141,7 @@ def run_cmd(
     )
     kwargs = api.agent_kwargs(backend)
     from vical.audit.runner import API_ERROR, audit_run
+    from vical.run.pool import Interrupted
 
     def shown(name: str, record: dict[str, Any]) -> None:
         said = ", ".join(f"{c}: {v['status']}" for c, v in record["criteria"].items())
@@ -157,7 +158,7 @@ def run_cmd(
             workers=workers,
             progress=shown,
         )
-    except KeyboardInterrupt:
+    except (Interrupted, KeyboardInterrupt):
         interrupted(f"finished audits are kept in {run / 'audit'}; run the same command to resume")
     except FileNotFoundError as e:
         fail(str(e))

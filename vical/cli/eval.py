@@ -112,6 +112,7 @@ class EvalOptions:
     ray_address: str | None = None  # --executor ray: the cluster (default $RAY_ADDRESS)
     rules: str = "basic"  # the rules text of the prompt: basic or detailed (ablation)
     doctor: bool = True  # an API backend: the quick self-check before the first request
+    world_model: Any = None  # vical wm couple: the vical.wm.couple.Coupling of a coupled run
     agent_kwargs: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -258,6 +259,7 @@ def run_and_report(opts: EvalOptions) -> None:
             executor=opts.executor,
             ray_address=opts.ray_address,
             doctor=doctor,
+            world_model=opts.world_model,
         )
     except (Interrupted, KeyboardInterrupt):
         interrupted(f"finished episodes are kept in {out}; to resume, run {resume}")

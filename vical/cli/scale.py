@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from vical.cli._common import OptionError, console, fail
+from vical.cli._common import OptionError, console, fail, interrupted
 
 if TYPE_CHECKING:
     from vical.run.shard import Shard
@@ -67,11 +67,17 @@ def merge_cmd(
         _merge_verdicts(shards, out)
         return
     from vical.run.merge import MergeError, merge_runs
+    from vical.run.pool import Interrupted
 
     try:
         merged = merge_runs(shards, out)
     except MergeError as e:
         fail(str(e), code=1)
+    except (Interrupted, KeyboardInterrupt):
+        interrupted(
+            f"the merge was stopped and nothing was written to {out} (the shards are "
+            "unchanged); run the same command again"
+        )
     console.print(
         f"merged {merged.shards} shard(s), {merged.episodes} episodes, into {merged.out}",
         soft_wrap=True,

@@ -6,7 +6,17 @@ from pathlib import Path
 
 import typer
 
-from vical.cli._common import console, fail, interrupted, say, stop_signals
+from vical.cli._common import (
+    API_KEY_ENV,
+    EXTRA_BODY,
+    MAX_OUTPUT_TOKENS,
+    TEMPERATURE,
+    console,
+    fail,
+    interrupted,
+    say,
+    stop_signals,
+)
 
 wm_app = typer.Typer(help="The world-model track.", no_args_is_help=True)
 
@@ -116,6 +126,196 @@ def wm_eval(
         + (f" ({skipped} without a {control} target)" if skipped else "")
         + f"; results in {out}"
     )
+
+
+@wm_app.command("couple")
+def wm_couple(
+    tasks: str = typer.Option(
+        ..., "--tasks", "-t", help="Comma-separated task id globs (for example 'taxi/*')."
+    ),
+    wm: str = typer.Option(
+        "simulator,copy-last",
+        "--wm",
+        help="Comma-separated world models, one run each: simulator (perfect), copy-last "
+        "(persistence), http (a model under test at --wm-endpoint).",
+    ),
+    out: Path = typer.Option(
+        ..., "--out", "-o", help="Folder; each world model's run goes to OUT/<world model>."
+    ),
+    wm_endpoint: str = typer.Option(
+        None, "--wm-endpoint", help="Endpoint URL of the http world model (vical-wm/1)."
+    ),
+    horizon: int = typer.Option(
+        1, "--horizon", help="Imagined frames per candidate: the action played this many times."
+    ),
+    candidates: int = typer.Option(
+        None,
+        "--candidates",
+        min=1,
+        help="Candidate actions per decision (default: every legal action; fewer are drawn "
+        "per step from the episode seed).",
+    ),
+    agent: str = typer.Option(
+        "random", "--agent", help="Agent backend (random, openai-chat, openai-responses, ...)."
+    ),
+    endpoint: str = typer.Option(None, "--endpoint", help="API base URL of the model server."),
+    model: str = typer.Option(None, "--model", help="Model name at the endpoint."),
+    api_key_env: str = API_KEY_ENV,
+    temperature: float = TEMPERATURE,
+    max_output_tokens: int = MAX_OUTPUT_TOKENS,
+    extra_body: str = EXTRA_BODY,
+    runs: int = typer.Option(1, "--runs", min=1, help="Episodes per task."),
+    seed: int = typer.Option(0, "--seed", help="Run seed; each episode's seed derives from it."),
+    workers: int = typer.Option(None, "--workers", "-j", min=1, help="Parallel episodes."),
+    demos: bool = typer.Option(True, "--demos/--no-demos", help="Show the demonstrations."),
+    rules: str = typer.Option("basic", "--rules", help="Rules text: basic or detailed."),
+    request_timeout: float = typer.Option(120.0, "--request-timeout", help="Seconds per request."),
+    preflight: bool = typer.Option(True, "--preflight/--no-preflight", help="Check the model."),
+    skip_doctor: bool = typer.Option(False, "--skip-doctor", help="Skip the self-check."),
+) -> None:
+    """Play tasks with an agent that sees a world model's imagined rollouts of its candidate
+    actions before each move; one ordinary run folder per world model (submit and verify
+    them like any run), then a table of task score and pass rate per world model."""
+    from vical.cli._common import OptionError
+    from vical.cli.eval import ApiOptions, EvalOptions, run_and_report
+    from vical.wm.couple import WORLD_MODELS, Coupling
+
+    names = [w.strip() for w in wm.split(",") if w.strip()]
+    bad = [w for w in names if w not in WORLD_MODELS]
+    if not names or bad:
+        fail(f"--wm {wm!r}: choose from {', '.join(WORLD_MODELS)} (comma-separated)")
+    if len(set(names)) != len(names):
+        fail(f"--wm {wm!r} names a world model twice; list each once")
+    if wm_endpoint and "http" not in names:
+        fail("--wm-endpoint is only used with --wm http; add http to --wm or drop it")
+    try:
+        couplings = [
+            Coupling(w, horizon, candidates, wm_endpoint if w == "http" else None) for w in names
+        ]
+    except ValueError as e:
+        fail(str(e))
+    if wm_endpoint:  # a world model that is down fails here, not in every episode
+        from vical.cli._common import select
+        from vical.wm.couple import preflight as check_endpoint
+        from vical.wm.protocol import ProtocolError
+
+        chosen = select(tasks)
+        try:
+            check_endpoint(next(c for c in couplings if c.world_model == "http"), chosen[0])
+        except ProtocolError as e:
+            from vical.agent.redact import redact_text, redact_url, url_secrets
+
+            said = redact_text(str(e), url_secrets(wm_endpoint))
+            fail(
+                f"--wm-endpoint {redact_url(wm_endpoint)}: the world model did not answer a "
+                f"first request ({said}); is its server running?"
+            )
+    api = None
+    if agent != "random":
+        api = ApiOptions(
+            endpoint=endpoint,
+            model=model,
+            api_key_env=api_key_env,
+            temperature=temperature,
+            max_output_tokens=max_output_tokens,
+            reasoning_effort=None,
+            extra_body=extra_body,
+            rate_limit=None,
+            request_timeout=request_timeout,
+            max_retry_after=120.0,
+            transport_retries=3,
+        )
+    folders = []
+    for coupling in couplings:
+        folder = out / coupling.world_model
+        try:
+            opts = EvalOptions(
+                tasks=tasks,
+                out=folder,
+                runs=runs,
+                seed=seed,
+                workers=workers,
+                frames="none",
+                agent=agent,
+                api=api,
+                demos=demos,
+                report=True,
+                preflight=preflight,
+                rules=rules,
+                doctor=not skip_doctor,
+                world_model=coupling,
+            )
+        except OptionError as e:
+            fail(str(e))
+        console.print(f"[bold]world model {coupling.world_model}[/]")
+        run_and_report(opts)
+        folders.append(folder)
+    say(couple_table(folders))
+
+
+@wm_app.command("couple-table")
+def wm_couple_table(
+    runs: list[Path] = typer.Argument(..., help="Coupled run folders (vical wm couple)."),
+) -> None:
+    """The Markdown table of coupled runs: task score and pass rate per world model."""
+    from vical.errors import RunFolderError
+
+    try:
+        say(couple_table(runs))
+    except RunFolderError as e:
+        fail(str(e))
+
+
+def couple_table(runs: list[Path]) -> str:
+    """Mean task score and pass rate of each coupled run, over the episodes every run
+    finished, and each run's score difference from the ``simulator`` run (when one is
+    given), paired by episode, with a 95% interval from 10,000 bootstrap resamples of
+    environments."""
+    from vical.errors import RunFolderError
+    from vical.report.stats import cluster_bootstrap
+    from vical.run.results import load_results, read_manifest
+
+    rows = []
+    for run in runs:
+        manifest = read_manifest(run, "pass a folder that `vical wm couple` wrote")
+        if manifest.world_model is None:
+            raise RunFolderError(f"{run} is not a coupled run (its manifest has no world_model)")
+        results = load_results(run)  # infrastructure failures are not results
+        rows.append((manifest, {(r.task_id, r.run_index): r for r in results}))
+    agents = {(m.agent, m.agent_settings.get("model")) for m, _ in rows}
+    if len(agents) > 1:
+        raise RunFolderError(
+            f"the runs were played by different agents {sorted(map(str, agents))}; "
+            "compare runs of one agent"
+        )
+    common = sorted(set.intersection(*(set(res) for _, res in rows))) if rows else []
+    ceiling = next(
+        (res for m, res in rows if (m.world_model or {}).get("name") == "simulator"), None
+    )
+    agent, model = next(iter(agents)) if agents else ("-", None)
+    lines = [
+        f"{len(common)} episodes common to every run; agent {agent}"
+        + (f", model {model}" if model else ""),
+        "",
+        "| world model | episodes | task score | pass rate (%) | score vs simulator [95% CI] |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for manifest, res in rows:
+        chosen = [res[k] for k in common]
+        n = len(chosen)
+        score = sum(r.score for r in chosen) / n if n else float("nan")
+        passed = 100 * sum(r.passed for r in chosen) / n if n else float("nan")
+        wm = manifest.world_model or {}
+        label = str(wm.get("name")) + (f" ({wm['endpoint']})" if wm.get("endpoint") else "")
+        gap = ""
+        if ceiling is not None and n:
+            diff = [res[k].score - ceiling[k].score for k in common]
+            iv = cluster_bootstrap(diff, [k[0].split("/")[0] for k in common], "mean")
+            gap = f"{iv.estimate:+.1f}"
+            if wm.get("name") != "simulator" and iv.low == iv.low:  # not NaN
+                gap += f" [{iv.low:+.1f}, {iv.high:+.1f}]"
+        lines.append(f"| {label} | {n} | {score:.1f} | {passed:.1f} | {gap} |")
+    return "\n".join(lines)
 
 
 @wm_app.command("report")

@@ -3,8 +3,9 @@
 The shards written by ``vical eval --shard I/N`` are checked before anything is
 written:
 
-* each is a run folder whose manifest records a shard, and no other process is
-  writing it (its lock is taken for the duration);
+* each is a run folder whose manifest records a shard, given once (the same
+  folder twice, by any name, is an overlap), and no other process is writing it
+  (its lock is taken for the duration);
 * they share the task data (which must be this vical's, so the slices can be
   recomputed), the agent, every result-changing agent setting, the run seed,
   the runs per task, demonstrations on or off, the vical version, any other
@@ -20,7 +21,9 @@ shards listed under ``merged_from`` (each one's run id, shard, start time,
 command, image and versions). Report, bundle and verification read a merged
 run exactly as a run made on one machine. The folder is built beside its
 destination and renamed into place at the end, so an interrupted merge leaves
-nothing half-made.
+nothing half-made: SIGINT or SIGTERM removes the folder being built and raises
+:class:`vical.run.pool.Interrupted` (a second signal removes it and exits at
+once).
 """
 
 from __future__ import annotations
@@ -185,6 +188,23 @@ def check_shard_episodes(folder: Path, info: ShardInfo, wanted: set[str]) -> lis
     return [present[n] for n in sorted(present)]
 
 
+def check_distinct(folders: Sequence[Path]) -> None:
+    """No folder given twice, under the same name or another (a symlink, ``./``, a
+    bind mount): each would hold the same episodes, and the second lock would
+    wait on the first."""
+    seen: dict[tuple[int, int], Path] = {}
+    for f in folders:
+        st = f.stat()
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            same = "" if str(seen[key]) == str(f) else f" (as {seen[key]} and {f})"
+            raise MergeError(
+                f"overlap: the shard folder {f} is given twice{same}, so its episodes would "
+                "be merged twice; give each shard folder once"
+            )
+        seen[key] = f
+
+
 @contextlib.contextmanager
 def _locked(folders: Sequence[Path]) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
@@ -243,6 +263,7 @@ def merge_runs(shards: Sequence[Path], out: Path) -> MergedRun:
             raise MergeError(f"--out {out} is one of the shards; write the merge to a new folder")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise MergeError(f"--out {out} exists and is not empty; choose a new folder")
+    check_distinct(folders)
     with _locked(folders):
         loaded = [_load(f) for f in folders]
         manifests = [m for m, _ in loaded]
@@ -274,15 +295,29 @@ def merge_runs(shards: Sequence[Path], out: Path) -> MergedRun:
             sources += check_shard_episodes(folder, info, wanted)
         manifest = merged_manifest(out, manifests)
         tmp = out.parent / f".{out.name}.merge-{uuid.uuid4().hex[:8]}"
-        try:
-            (tmp / "episodes").mkdir(parents=True)
-            for src in sorted(sources, key=lambda p: p.name):
-                shutil.copytree(src, tmp / "episodes" / src.name)
-            atomic_write_json(tmp / "manifest.json", manifest)
-            if out.exists():
-                out.rmdir()  # empty (checked above)
-            os.rename(tmp, out)
-        except BaseException:
+        from vical.run.pool import Interrupted, SignalScope
+
+        def remove_tmp() -> None:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise
+
+        # first SIGINT/SIGTERM: KeyboardInterrupt in the copy, tmp removed, then
+        # Interrupted; a second: tmp removed and exit at once; never in the rename
+        with SignalScope(remove_tmp) as stop:
+            try:
+                (tmp / "episodes").mkdir(parents=True)
+                for src in sorted(sources, key=lambda p: p.name):
+                    shutil.copytree(src, tmp / "episodes" / src.name)
+                atomic_write_json(tmp / "manifest.json", manifest)
+                with stop.deferred():
+                    if out.exists():
+                        out.rmdir()  # empty (checked above)
+                    os.rename(tmp, out)
+            except KeyboardInterrupt:
+                remove_tmp()
+                if stop.received is None:
+                    raise
+                raise Interrupted(stop.received) from None
+            except BaseException:
+                remove_tmp()
+                raise
     return MergedRun(out=out, shards=len(folders), episodes=len(sources))

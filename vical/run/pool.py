@@ -8,12 +8,16 @@ Every command that fans work out over processes (``eval``, ``baseline random``,
 * on Linux each worker asks the kernel for SIGKILL when its parent dies
   (``PR_SET_PDEATHSIG``), so ``kill -9`` of the main process leaves no
   worker behind writing into a run folder;
-* the first SIGINT or SIGTERM stops scheduling, terminates the workers
-  (SIGTERM, then SIGKILL after a short grace) and raises
-  :class:`Interrupted` in the parent within a few seconds; work already
-  reported through ``on_result`` is kept;
-* a second signal kills the workers and exits the process at once with
-  status 130, without a traceback.
+* the first SIGINT or SIGTERM stops scheduling and, from the signal handler
+  itself, sends the workers SIGTERM: no worker starts anything (a model
+  request) after it. The parent then makes sure they are gone (SIGKILL after
+  a short grace), runs ``on_interrupt`` (remove half-written output) and
+  raises :class:`Interrupted` within a few seconds; work already reported
+  through ``on_result`` is kept;
+* a second signal, at any point of that (the cleanup included), kills the
+  workers, runs ``on_abort`` and exits the process at once with status 130,
+  without a traceback: with both given, no half-written output is left
+  whichever signal ends the run.
 
 A worker that dies (killed, out of memory) surfaces as an error for the jobs
 it held, never as a hang.
@@ -37,6 +41,11 @@ J = TypeVar("J")
 
 _PR_SET_PDEATHSIG = 1
 GRACE_SECONDS = 2.0
+# How often the parent looks for a signal while it waits for jobs. The kernel may hand
+# a process's signal to one of the pool's helper threads; Python then runs the handler
+# only when the main thread next wakes, so this bounds how late the first signal stops
+# the workers (and so how many model requests could still go out).
+LOOK_SECONDS = 0.02
 
 
 class Interrupted(Exception):
@@ -88,7 +97,8 @@ def leave_handlers(old: dict[int, Any], interrupted: bool) -> None:
 class SignalScope:
     """How SIGINT/SIGTERM behave while one piece of work runs (main thread only).
 
-    The first signal is recorded (``received``, ``event``) and, with
+    The first signal is recorded (``received``, ``event``), runs ``on_first``
+    (e.g. stop workers at once) and, with
     ``raise_first``, raised as ``KeyboardInterrupt`` where the work is (a
     ``BaseException``, so libraries that wrap every ``Exception`` let it
     through), except inside :meth:`deferred`. A second signal runs
@@ -97,10 +107,16 @@ class SignalScope:
     signal exits at once too (see :func:`leave_handlers`).
     """
 
-    def __init__(self, on_second: Callable[[], None] | None = None, raise_first: bool = True):
+    def __init__(
+        self,
+        on_second: Callable[[], None] | None = None,
+        raise_first: bool = True,
+        on_first: Callable[[], None] | None = None,
+    ):
         self.received: int | None = None
         self.event = threading.Event()
         self._on_second = on_second
+        self._on_first = on_first
         self._raise_first = raise_first
         self._defer = False
         self._old: dict[int, Any] = {}
@@ -113,6 +129,9 @@ class SignalScope:
             exit_at_once(signum, frame)
         self.received = signum
         self.event.set()
+        if self._on_first is not None:
+            with contextlib.suppress(Exception):
+                self._on_first()
         if self._raise_first and not self._defer:
             raise KeyboardInterrupt
 
@@ -173,6 +192,7 @@ def run_pool(
     *,
     initializer: Callable[[], None] | None = None,
     on_abort: Callable[[], None] | None = None,
+    on_interrupt: Callable[[], None] | None = None,
 ) -> bool:
     """Run ``fn(job)`` for each job on ``workers`` processes (in-process when 1).
 
@@ -182,11 +202,14 @@ def run_pool(
     ``on_result`` stopped it early. Raises :class:`Interrupted` on the first
     SIGINT/SIGTERM (see the module docstring). ``on_abort`` runs, after the
     workers are dead, when a second signal makes the process exit at once
-    (e.g. to remove half-written output).
+    (e.g. to remove half-written output); ``on_interrupt`` runs after the first
+    signal, once the workers are dead and before :class:`Interrupted` is raised,
+    still under the signal handlers (so a second signal cannot cut it short: it
+    runs ``on_abort`` and exits).
     """
     queue: Iterator[J] = iter(jobs)
     if workers <= 1:
-        return _run_inline(fn, queue, on_result, on_abort)
+        return _run_inline(fn, queue, on_result, on_abort, on_interrupt)
 
     def new_pool() -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
@@ -207,7 +230,10 @@ def run_pool(
             with contextlib.suppress(Exception):
                 on_abort()
 
-    with SignalScope(kill_now, raise_first=False) as sig:
+    def stop_workers() -> None:  # from the handler: nothing new starts in a worker
+        _kill(_pids(pool), signal.SIGTERM)
+
+    with SignalScope(kill_now, raise_first=False, on_first=stop_workers) as sig:
         try:
 
             def top_up() -> None:
@@ -220,7 +246,10 @@ def run_pool(
                         fut = pool.submit(fn, job)
                     except BrokenProcessPool:
                         # a worker died: the jobs in flight fail (reported as errors
-                        # by the loop below); the rest go to a fresh pool
+                        # by the loop below); the rest go to a fresh pool, unless the
+                        # death was the first signal's doing
+                        if sig.received is not None:
+                            raise Interrupted(sig.received) from None
                         _terminate(pool)
                         pool = new_pool()
                         fut = pool.submit(fn, job)
@@ -228,7 +257,7 @@ def run_pool(
 
             top_up()
             while pending:
-                done, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                done, _ = wait(pending, timeout=LOOK_SECONDS, return_when=FIRST_COMPLETED)
                 if sig.received is not None:
                     raise Interrupted(sig.received)
                 for fut in done:
@@ -239,8 +268,10 @@ def run_pool(
                 top_up()
             if sig.received is not None:
                 raise Interrupted(sig.received)
-        except BaseException:
+        except BaseException as e:
             _terminate(pool)
+            if isinstance(e, Interrupted) and on_interrupt is not None:
+                on_interrupt()  # in the scope: a second signal here runs on_abort and exits
             raise
         pool.shutdown(wait=True)
     return not stopped
@@ -251,8 +282,10 @@ def _run_inline(
     queue: Iterator[J],
     on_result: Callable[[J, Any, BaseException | None], bool | None],
     on_abort: Callable[[], None] | None = None,
+    on_interrupt: Callable[[], None] | None = None,
 ) -> bool:
-    """One job at a time in this process: Ctrl-C interrupts the job itself."""
+    """One job at a time in this process: Ctrl-C interrupts the job itself (and a job
+    whose code swallowed the KeyboardInterrupt is the last one started)."""
     with SignalScope(on_abort) as scope:
         try:
             for job in queue:
@@ -264,8 +297,12 @@ def _run_inline(
                 else:
                     if on_result(job, value, None) is False:
                         return False
+                if scope.received is not None:
+                    raise KeyboardInterrupt
             return True
         except KeyboardInterrupt:
             if scope.received is None:
                 raise
+            if on_interrupt is not None:
+                on_interrupt()
             raise Interrupted(scope.received) from None

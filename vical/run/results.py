@@ -80,6 +80,9 @@ class RunManifest(BaseModel):
     doctor: dict[str, Any] | None = None
     # the machine that started the run: cpu_model, machine, numpy_features
     machine: dict[str, Any] | None = None
+    # a coupled run (vical wm couple): {name, horizon, candidates, endpoint} of the world
+    # model whose imagined rollouts the agent saw before each move; None: a plain run
+    world_model: dict[str, Any] | None = None
 
 
 def read_manifest(

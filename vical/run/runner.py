@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from vical.agent import Agent
+    from vical.agent.base import Imagined
 
 _MIME_EXT = {"image/jpeg": "jpg", "image/png": "png", "video/mp4": "mp4"}
 FRAME_MODES = ("none", "failed", "all")
@@ -107,6 +108,8 @@ class EpisodeJob:
     demos: bool = True
     price: dict[str, float] | None = None
     rules: str = "basic"  # the rules text the prompt carries: basic or detailed
+    # a coupled run (vical wm couple): the vical.wm.couple.Coupling; None: a plain run
+    world_model: Any = None
 
 
 @dataclass
@@ -202,7 +205,12 @@ def run_episode(job: EpisodeJob, agent: Agent | None = None) -> str:
     env = make_env(task)
     frames: list[npt.NDArray[np.uint8]] = []
     actions: list[str] = []
+    imagination = None
     try:
+        if job.world_model is not None:  # a coupled run: vical.wm.couple
+            from vical.wm.couple import Imagination
+
+            imagination = Imagination(task, job.world_model, seed)
         with open(tmp / "log.jsonl", "w") as log:
 
             def write(rec: dict[str, Any]) -> None:
@@ -235,6 +243,9 @@ def run_episode(job: EpisodeJob, agent: Agent | None = None) -> str:
             previous: str | None = None
             agent_failure: str | None = None
             while not env.done:
+                imagined: tuple[Imagined, ...] = ()
+                if imagination is not None:
+                    imagined = _imagine(imagination, env.steps, frames, actions, tmp, write)
                 ta = time.perf_counter()
                 decision = agent.act(
                     Observation(
@@ -242,6 +253,7 @@ def run_episode(job: EpisodeJob, agent: Agent | None = None) -> str:
                         frame=frame,
                         frame_sha256=hashes[-1],
                         previous_action=previous,
+                        imagined=imagined,
                     )
                 )
                 agent_time += time.perf_counter() - ta
@@ -260,6 +272,8 @@ def run_episode(job: EpisodeJob, agent: Agent | None = None) -> str:
                     write({"type": "agent_failure", "step": env.steps, "failure": decision.failure})
                     break
                 s = env.step(action)
+                if imagination is not None:
+                    imagination.observe(action)
                 frame = s.frame
                 previous = action
                 actions.append(action)
@@ -338,6 +352,38 @@ def run_episode(job: EpisodeJob, agent: Agent | None = None) -> str:
     finally:
         env.close()
         agent.close()
+        if imagination is not None:
+            imagination.close()
+
+
+def _imagine(
+    imagination: Any,
+    step: int,
+    frames: list[npt.NDArray[np.uint8]],
+    actions: list[str],
+    folder: Path,
+    write: Any,
+) -> tuple[Imagined, ...]:
+    """A coupled decision's imagined rollouts: the world model's frames stored in
+    ``media/`` as PNG and its ``imagined`` record logged before the agent's records."""
+    from vical.agent.base import Imagined
+
+    rollouts, record, media = imagination.imagine(step, frames, actions)
+    for name, data in media.items():
+        p = folder / "media" / name
+        if not p.exists():
+            p.parent.mkdir(exist_ok=True)
+            p.write_bytes(data)
+    write(record)
+    return tuple(
+        Imagined(
+            r.action,
+            tuple(r.intervention),
+            tuple(r.frames),
+            tuple(f["sha256"] for f in c["frames"]),
+        )
+        for r, c in zip(rollouts, record["candidates"], strict=True)
+    )
 
 
 def _versions() -> dict[str, str]:
@@ -395,6 +441,13 @@ def settings_differences(old: RunManifest, new: RunManifest) -> list[str]:
         out.append(f"demonstrations were {'on' if old.demos else 'off'}: pass {demos_flag}")
     if old.rules != new.rules:
         out.append(f"the rules text was {old.rules}, now {new.rules}: pass --rules {old.rules}")
+    from vical.wm.couple import result_condition
+
+    if result_condition(old.world_model) != result_condition(new.world_model):
+        out.append(
+            f"the world model (vical wm couple) was {old.world_model}, now {new.world_model}: "
+            "pass the original --wm, --horizon and --candidates"
+        )
     if old.agent == new.agent:
         keys = sorted(set(old.agent_settings) | set(new.agent_settings))
         for k in keys:
@@ -426,6 +479,7 @@ def prepare_run(
     shard: ShardInfo | None = None,
     rules: str = "basic",
     doctor: dict[str, Any] | None = None,
+    world_model: dict[str, Any] | None = None,
 ) -> RunManifest:
     """Create (or check, when resuming) the run folder and its manifest.
 
@@ -459,6 +513,7 @@ def prepare_run(
         shard=shard,
         doctor=doctor,
         machine=machine(),
+        world_model=world_model,
     )
     path = run_dir / "manifest.json"
     if path.exists():
@@ -657,6 +712,7 @@ def run_eval(
     executor: str = "local",
     ray_address: str | None = None,
     doctor: dict[str, Any] | None = None,
+    world_model: Any = None,
 ) -> RunSummary:
     """Run every (task, run index) episode not yet finished in ``run_dir``.
 
@@ -675,6 +731,10 @@ def run_eval(
     ``doctor`` is the result of the reproducibility self-check the caller ran
     before the first request (:meth:`vical.run.doctor.DoctorReport.manifest_entry`
     or :func:`vical.run.doctor.skipped_entry`), recorded in the manifest.
+
+    ``world_model`` (a :class:`vical.wm.couple.Coupling`) makes a coupled run: before
+    each decision the world model imagines every candidate's rollout, logged and shown
+    to the agent (``vical wm couple``); the manifest records it as ``world_model``.
 
     ``price`` (USD per million input/output tokens) turns each episode's token
     usage into ``cost_usd``. ``frames`` is ``none``, ``failed`` or ``all``.
@@ -705,14 +765,27 @@ def run_eval(
         info = None
         if shard is not None:
             episodes, info = select_shard(tasks, runs, shard)
+        from vical.agent.redact import redact_url
+
+        entry = None if world_model is None else world_model.manifest(redact_url)
         prepare_run(
-            run_dir, tasks, agent, agent_settings, run_seed, runs, demos, info, rules, doctor
+            run_dir, tasks, agent, agent_settings, run_seed, runs, demos, info, rules, doctor, entry
         )
         summary = RunSummary(run_dir, total=len(episodes), skipped=0, finished=0)
         done = scan_episodes(run_dir, retry_errors, summary)
         jobs = [
             EpisodeJob(
-                tid, k, agent, agent_kwargs, run_seed, str(run_dir), frames, demos, price, rules
+                tid,
+                k,
+                agent,
+                agent_kwargs,
+                run_seed,
+                str(run_dir),
+                frames,
+                demos,
+                price,
+                rules,
+                world_model,
             )
             for tid, k in episodes
             if episode_name(tid, k) not in done
@@ -773,7 +846,9 @@ def run_eval(
                     from vical.envs import preload
 
                     preload([get_task(t) for t in dict.fromkeys(j.task_id for j in jobs)])
-                    run_pool(run_episode, jobs, workers, on_result, on_abort=clear)
+                    run_pool(
+                        run_episode, jobs, workers, on_result, on_abort=clear, on_interrupt=clear
+                    )
         except Interrupted:
             shutil.rmtree(run_dir / ".partial", ignore_errors=True)
             raise

@@ -199,8 +199,9 @@ def make_bundle(
     key = load_private(key_path)
     files = collect_files(run_dir)
     from vical.report.table import build_report
+    from vical.submit.verify import run_condition
 
-    condition = {"rules": run_manifest.rules, "demos": run_manifest.demos}
+    condition = run_condition(run_manifest)
     summary = build_report(
         load_results(run_dir), run_manifest.run_id, condition=condition
     ).model_dump()

@@ -213,7 +213,11 @@ def condition_label(condition: dict[str, Any] | None) -> str:
     """A condition as Table 5 names it, e.g. "Detailed rules, no video"."""
     c = condition or BASE_CONDITION
     rules = "Detailed rules" if c.get("rules") == "detailed" else "Base rules"
-    return f"{rules}, {'video' if c.get('demos', True) else 'no video'}"
+    label = f"{rules}, {'video' if c.get('demos', True) else 'no video'}"
+    wm = c.get("world_model")  # a coupled run (vical wm couple)
+    if isinstance(wm, dict):
+        label += f", world model {wm.get('name')}"
+    return label
 
 
 def _all_interval(e: dict[str, Any]) -> dict[str, Any] | None:

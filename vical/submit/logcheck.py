@@ -24,6 +24,16 @@ of every episode was forged to match.
 What is taken from the log: the replies (the model's words) and the sha256 of
 each live frame's JPEG; the latter is checked against the replayed frame in the
 replay stage (:func:`vical.submit.verify.replay_one`).
+
+A coupled run (``vical wm couple``, the run manifest's ``world_model``) logs an
+``imagined`` record before each decision's other records: the world model's
+reply for every candidate action, its frames stored as PNG in ``media/``. The
+record is checked against the declared condition and its PNGs
+(:func:`vical.wm.couple.check_imagined`), and the imagined frames a request
+showed are rebuilt from those logged replies (JPEG-encoded as the protocol
+encodes a frame, :func:`vical.agent.protocol.imagination_parts`), so a request
+that showed other imagined frames than the logged replies fails like any
+other altered request.
 """
 
 from __future__ import annotations
@@ -52,6 +62,8 @@ class LogFacts:
     actions: list[Any]
     sessions: list[dict[str, Any]] = field(default_factory=list)
     frame_jpegs: dict[int, str] = field(default_factory=dict)
+    # a coupled run: each decision's imagined rollouts (vical.wm.couple.Rollout) by step
+    imagined: dict[int, list[Any]] = field(default_factory=dict)
 
 
 def _depth_ok(raw: bytes) -> bool:
@@ -193,6 +205,7 @@ def check_log(
         raise cur.fail(start, "budget or action names are not this task data's")
     agent = _agent_kind(run.agent)
     proto = _Protocol(cur, task, run, folder, log) if agent == "protocol" else None
+    coupling = _coupling(run, log)
     step = 0
     while True:
         if cur.peek() == "end":
@@ -200,6 +213,10 @@ def check_log(
         if cur.peek() is None:
             cur.take("end", f"after step {step}")
         where = f"for the decision at step {step}"
+        rollouts = None
+        if coupling is not None:
+            rollouts = _imagined(cur, coupling, task, result, step, folder, where)
+            facts.imagined[step] = rollouts
         if step == 0 and agent != "random":
             session = cur.take("agent_session", where)
             settings = session.get("settings")
@@ -218,7 +235,7 @@ def check_log(
             else:
                 _plain_session(cur, session, run)
         if proto is not None:
-            action, failure = proto.decision(step, result.frame_hashes, facts.frame_jpegs)
+            action, failure = proto.decision(step, result.frame_hashes, facts.frame_jpegs, rollouts)
         else:
             rec = cur.take("decision", where)
             if rec.get("step") != step:
@@ -244,6 +261,42 @@ def check_log(
     if step == 0 and agent != "random" and not facts.sessions:
         raise VerifyError("log", f"{log}: missing agent_session record (no decision was logged)")
     return facts
+
+
+def _coupling(run: Any, log: str) -> Any:
+    """The coupled condition the run manifest declares (None: a plain run)."""
+    if getattr(run, "world_model", None) is None:
+        return None
+    from vical.wm.couple import Coupling
+
+    try:
+        return Coupling.from_manifest(run.world_model)
+    except ValueError as e:
+        raise VerifyError("schema", f"run/manifest.json: world_model: {e}"[:300]) from None
+
+
+def _imagined(
+    cur: _Cursor, coupling: Any, task: Any, result: Any, step: int, folder: Path, where: str
+) -> list[Any]:
+    """The rollouts of a coupled decision's ``imagined`` record, checked."""
+    from vical.wm.couple import RECORD, ImaginedError, check_imagined
+
+    rec = cur.take(RECORD, where)
+    hashes = result.frame_hashes
+    current = hashes[step] if step < len(hashes) else None
+    try:
+        return check_imagined(
+            rec, coupling, task.action_names, result.seed, step, current, folder / "media"
+        )
+    except ImaginedError as e:
+        raise cur.fail(rec, str(e)[:300]) from None
+
+
+def imagined_part(frame: Any) -> dict[str, Any]:
+    """The JPEG part the protocol shows for an imagined frame (as for a live frame)."""
+    from vical.agent.protocol import encode_jpeg, sha256_hex
+
+    return {"type": "image", "sha256": sha256_hex(encode_jpeg(frame)), "mime": "image/jpeg"}
 
 
 def _agent_kind(agent: str) -> str:
@@ -335,6 +388,12 @@ class _Protocol:
             for p in parts:
                 if not _media_part(p, ("image", "video")):
                     raise cur.fail(rec, f"demonstration {i} names no media by sha256")
+            if [p["sha256"] for p in parts] != canonical_demo_media(task, clip, self.transport):
+                raise cur.fail(
+                    rec,
+                    f"demonstration {i}'s media are not the rendering of clip "
+                    f"{_clip_id(clip)!r} (frames edited, added or left out)",
+                )
             self.demos.append(parts)
         self.settings = settings
         media = self.media
@@ -370,10 +429,15 @@ class _Protocol:
         hashes: list[Any],
         jpegs: dict[int, str],
         got: Any,
+        rollouts: list[Any] | None = None,
     ) -> dict[str, Any]:
-        """The rebuilt user message of a turn, its frame part taken from ``got``."""
-        from vical.agent.protocol import first_message, next_message
+        """The rebuilt user message of a turn, its frame part taken from ``got`` and, in a
+        coupled run, its imagined frames rebuilt from the logged ``rollouts``."""
+        from vical.agent.protocol import first_message, imagination_parts, next_message
 
+        imagined = imagination_parts(
+            [(r.action, [imagined_part(f) for f in r.frames]) for r in rollouts or []]
+        )
         # where the frame sits in the rebuilt message: known from the builder's layout
         try:
             content = got[-1]["content"] if isinstance(got, list) and got else None
@@ -389,11 +453,12 @@ class _Protocol:
                 self.demos,
                 self.transport,
                 placeholder,
+                imagined,
             )
             at = len(msg["content"]) - 2
         else:
             assert prev is not None
-            msg = next_message(prev, placeholder)
+            msg = next_message(prev, placeholder, imagined)
             at = 1
         logged = content[at] if isinstance(content, list) and len(content) > at else None
         if _media_part(logged, ("image",)):
@@ -401,7 +466,7 @@ class _Protocol:
         return msg
 
     def decision(
-        self, step: int, hashes: list[Any], jpegs: dict[int, str]
+        self, step: int, hashes: list[Any], jpegs: dict[int, str], rollouts: list[Any] | None = None
     ) -> tuple[str | None, str | None]:
         from vical.agent.parse import parse_reply
         from vical.agent.protocol import CONTEXT_LENGTH, RETRYABLE, reply_message, retry_message
@@ -437,7 +502,7 @@ class _Protocol:
                 append = rec.get("append")
                 if attempt == 0:
                     if pending is None:
-                        pending = self._expect(step, turn, prev, hashes, jpegs, append)
+                        pending = self._expect(step, turn, prev, hashes, jpegs, append, rollouts)
                     expected = [*self.history[self.logged :], pending]
                     if append != expected:
                         raise cur.fail(rec, _difference(append, expected, self.run))
@@ -519,6 +584,26 @@ class _Protocol:
         return action, failure
 
     _prev_action: str | None = None
+
+
+_CANONICAL: dict[tuple[str, str, str], list[str]] = {}
+
+
+def canonical_demo_media(task: Any, clip: Any, transport: str) -> list[str]:
+    """The sha256 of each media part a backend shows for ``clip`` under ``transport``:
+    the clip rendered from the task data here (through the demo cache), so the media a
+    bundle carries are held to the canonical rendering, not only to their own hashes."""
+    from vical.agent.protocol import sha256_hex
+    from vical.demos import load_demo_clip
+
+    key = (task.id, str(_clip_id(clip)), transport)
+    if key not in _CANONICAL:
+        video = load_demo_clip(task, clip)
+        if transport == "video":
+            _CANONICAL[key] = [sha256_hex(video.mp4)]
+        else:
+            _CANONICAL[key] = [sha256_hex(f) for f in video.frames_jpeg]
+    return _CANONICAL[key]
 
 
 def _clip_id(clip: Any) -> Any:

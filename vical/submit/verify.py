@@ -223,6 +223,13 @@ def check_contents(
                 "log",
                 f"{rel}: the log's actions differ from eval_result.json's from step {first + 1}",
             )
+        if run.world_model is not None and run.world_model.get("name") == "simulator":
+            from vical.wm.couple import resimulate
+
+            # a perfect world model's imagined frames are re-derived, not taken on trust
+            wrong = resimulate(task, r.actions, facts.imagined)
+            if wrong:
+                raise VerifyError("log", f"{rel}: {wrong[0]}")
         jpegs[episode_name(r.task_id, r.run_index)] = facts.frame_jpegs
         results.append(r)
     short = short_tasks(results, run.runs_per_task)
@@ -244,6 +251,18 @@ def check_contents(
             "coverage", "the manifest's missing-task list does not match the episodes present"
         )
     return results
+
+
+def run_condition(run: RunManifest) -> dict[str, Any]:
+    """The condition a run declares: rules text, demonstrations and, for a coupled run
+    (``vical wm couple``), its world model (without the endpoint); a run with a world
+    model is never the leaderboard's default condition."""
+    condition: dict[str, Any] = {"rules": run.rules, "demos": run.demos}
+    if run.world_model is not None:
+        from vical.wm.couple import result_condition
+
+        condition["world_model"] = result_condition(run.world_model)
+    return condition
 
 
 def _first_line(e: BaseException) -> str:
@@ -432,7 +451,7 @@ def verify_bundle(
         if shard is not None:
             results = select_results(results, shard)
         run = read_run_manifest(root)
-        condition = {"rules": run.rules, "demos": run.demos}
+        condition = run_condition(run)
         declared = manifest.get("condition")
         if declared is not None and declared != condition:
             raise VerifyError(

@@ -6,5 +6,7 @@
 - :mod:`vical.wm.state` and :mod:`vical.wm.readback` turn simulator state and
   frames into the same named facts;
 - :mod:`vical.wm.models` is the model interface, the controls and the HTTP client;
-- :mod:`vical.wm.score` scores predictions against the truth.
+- :mod:`vical.wm.score` scores predictions against the truth;
+- :mod:`vical.wm.couple` couples a world model to an agent run: imagined rollouts
+  of the candidate actions before every move, logged and checked on verify.
 """
