@@ -104,21 +104,22 @@ def play_cmd(
 def adopt_recordings(paths: list[Path], tasks_dir: Path | None = None) -> None:
     """Write recordings into the task files (each checked by replay on every task using it).
 
-    ``tasks_dir`` is the folder of task files (default: vical's own).
+    ``tasks_dir`` is the folder of task files (default: the folder the environment's
+    task file is read from, built-in or one of ``$VICAL_TASKS_DIR``).
     """
     from vical.authoring.yamlio import write_demos
     from vical.demos.render import ClipReplayError
     from vical.play.record import RecordingError, adopted_demos, read_recording
-    from vical.spec import TASKS_DIR, load_env_file
+    from vical.spec import TaskSpecError, env_file, load_env_file
 
     for path in paths:
         try:
             task_id, new = read_recording(path)
             env = task_id.partition("/")[0]
-            folder = tasks_dir or TASKS_DIR
+            folder = tasks_dir or env_file(env).parent
             spec = load_env_file(folder / f"{env}.yaml")
             written = write_demos(env, adopted_demos(path, spec), tasks_dir=folder)
-        except (RecordingError, ClipReplayError, OSError) as e:
+        except (RecordingError, ClipReplayError, TaskSpecError, OSError) as e:
             fail(str(e))
         console.print(
             f"{path}: clip {new.id} ({len(new.actions)} actions, {new.label}) -> {written}"
