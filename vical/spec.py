@@ -287,27 +287,32 @@ class EnvSpec(_Strict):
         if sum(t.kind == "base" for t in self.tasks) != 1:
             raise ValueError("exactly one task must have kind 'base'")
         self._check_param_provenance()
-        self._check_demo_quota()
         return self
 
-    def _check_demo_quota(self) -> None:
-        """The quota gives one digit per task and a loss scope the tasks can be grouped by."""
+    def demo_quota_problem(self) -> str | None:
+        """What is wrong with the quota against this file's tasks (None: nothing).
+
+        Checked when a task file loads (:func:`load_env_file`), not by the model: an
+        environment taken with some of its tasks (a generator's or a test's copy)
+        keeps the file's quota, which describes the file.
+        """
         q = self.demo_quota
         if q is None:
-            return
+            return None
         if len(q.clips) != len(self.tasks):
-            raise ValueError(
+            return (
                 f"demo_quota.clips {q.clips!r} has {len(q.clips)} digits for {len(self.tasks)} "
                 "tasks; give one digit (1-4) per task, in file order"
             )
         names = {k for t in self.tasks for k in t.params}
         names |= set(self.scoring.params) | set(self.pass_rule.params)
         if q.loss_scope not in LOSS_SCOPES and q.loss_scope not in names:
-            raise ValueError(
+            return (
                 f"demo_quota.loss_scope {q.loss_scope!r} is neither one of "
                 f"{', '.join(LOSS_SCOPES)} nor a task parameter "
                 f"({', '.join(sorted(names)) or 'none defined'})"
             )
+        return None
 
     def _check_param_provenance(self) -> None:
         """Every numeric rule or task parameter must say where it comes from."""
@@ -446,6 +451,9 @@ def load_env_file(path: Path) -> EnvSpec:
         raise TaskSpecError(
             f"{path}: field 'env': value {spec.env!r} must equal the file name {path.stem!r}"
         )
+    quota = spec.demo_quota_problem()
+    if quota is not None:
+        raise TaskSpecError(f"{path}: environment {spec.env}: field 'demo_quota': {quota}")
     from vical.envs.checks import check_env  # vical.envs imports this module
 
     check_env(spec, path)
