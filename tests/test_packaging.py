@@ -141,3 +141,78 @@ def test_ruff_is_pinned_once():
     assert hook["rev"] == f"v{_locked('ruff')}"
     for tool in ("mypy", "import-linter"):
         _locked(tool)
+
+
+def _sanctioned_imports() -> list[tuple[str, str]]:
+    """The imports the layers contract ignores by name (``importer -> imported``)."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    (layers,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers"]
+    pairs = [line.split("->") for line in layers.get("ignore_imports", [])]
+    return [(a.strip(), b.strip()) for a, b in pairs]
+
+
+def _strongly_connected(graph) -> list[list[str]]:
+    """The strongly connected components of an import graph (Tarjan, without recursion)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    for root in sorted(graph.modules):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            module, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append(
+                        (child, iter(sorted(graph.find_modules_directly_imported_by(child))))
+                    )
+                elif child in on_stack:
+                    low[module] = min(low[module], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[module])
+            if low[module] == index[module]:
+                component = []
+                while True:
+                    m = stack.pop()
+                    on_stack.discard(m)
+                    component.append(m)
+                    if m == module:
+                        break
+                components.append(sorted(component))
+    return components
+
+
+def test_no_import_cycles_between_modules():
+    """No two modules of vical import each other, directly or round a circle: every
+    import counts (module level, call time, TYPE_CHECKING), as grimp (which
+    import-linter installs) finds them. The one exception is an import the layers
+    contract sanctions by name in pyproject.toml (``ignore_imports``); removing it
+    there makes this test cover it too."""
+    import grimp
+
+    graph = grimp.build_graph("vical", cache_dir=None)
+    for importer, imported in _sanctioned_imports():
+        graph.remove_import(importer=importer, imported=imported)
+    cycles = [c for c in _strongly_connected(graph) if len(c) > 1]
+    shown = []
+    for component in cycles:
+        shown.append(" <-> ".join(component))
+        for a in component:
+            for b in component:
+                for d in graph.get_import_details(importer=a, imported=b):
+                    shown.append(f"    {a} -> {b} (line {d['line_number']}: {d['line_contents']})")
+    assert not cycles, "import cycles between modules:\n" + "\n".join(shown)

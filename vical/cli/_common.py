@@ -24,6 +24,7 @@ from vical.errors import VicalError
 
 if TYPE_CHECKING:
     from vical.spec import EnvSpec, TaskSpec
+    from vical.submit.verify import Verdict
 
 console = Console()
 err = Console(stderr=True)
@@ -149,6 +150,25 @@ def interrupted(msg: str) -> NoReturn:
         signal.signal(sig, signal.SIG_IGN)
     err.print(f"\ninterrupted: {msg}", soft_wrap=True, highlight=False, markup=False)
     raise typer.Exit(130)
+
+
+def print_verdict(v: Verdict) -> None:
+    """A verdict's mismatches and machines (stderr), then its one-line result
+    (``vical verify`` and ``vical merge`` of verdict shards)."""
+    from vical.submit.verify import machines_lines
+
+    for e in v.episodes:
+        if not e.ok:
+            err.print(f"[red]MISMATCH[/] {e.episode}: {'; '.join(e.problems)}")
+    for line in machines_lines(v.machines):
+        err.print(line, markup=False, highlight=False, soft_wrap=True)
+    n_bad = len(v.mismatches)
+    status = "[green]PASS[/]" if v.ok else "[red]FAIL[/]"
+    console.print(
+        f"{status}: {len(v.episodes) - n_bad}/{len(v.episodes)} episodes replay "
+        f"exactly; signer {v.signer}; {'partial' if v.partial else 'complete'} "
+        "coverage"
+    )
 
 
 class _RootGroup(TyperGroup):

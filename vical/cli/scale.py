@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from vical.cli._common import OptionError, console, fail, interrupted
+from vical.cli._common import OptionError, console, fail, interrupted, print_verdict
 
 if TYPE_CHECKING:
     from vical.run.shard import Shard
@@ -86,7 +86,6 @@ def merge_cmd(
 
 
 def _merge_verdicts(files: list[Path], out: Path) -> None:
-    from vical.cli.submit import _print_verdict
     from vical.submit.shards import VerdictMergeError, merge_verdicts, write_verdict
 
     try:
@@ -95,7 +94,7 @@ def _merge_verdicts(files: list[Path], out: Path) -> None:
         fail(str(e), code=1)
     write_verdict(out, verdict, digest, None)
     console.print(f"merged {len(files)} verdict shard(s) into {out}", soft_wrap=True)
-    _print_verdict(verdict)
+    print_verdict(verdict)
     if not verdict.ok:
         raise typer.Exit(1)
 

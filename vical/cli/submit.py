@@ -7,14 +7,10 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
-from vical.cli._common import console, err, fail, interrupted
-
-if TYPE_CHECKING:
-    from vical.submit.verify import Verdict
+from vical.cli._common import console, fail, interrupted, print_verdict
 
 leaderboard_app = typer.Typer(
     help="Maintain the leaderboard of verified bundles.", no_args_is_help=True
@@ -154,23 +150,6 @@ def submit_cmd(
     )
 
 
-def _print_verdict(v: Verdict) -> None:
-    from vical.submit.verify import machines_lines
-
-    for e in v.episodes:
-        if not e.ok:
-            err.print(f"[red]MISMATCH[/] {e.episode}: {'; '.join(e.problems)}")
-    for line in machines_lines(v.machines):
-        err.print(line, markup=False, highlight=False, soft_wrap=True)
-    n_bad = len(v.mismatches)
-    status = "[green]PASS[/]" if v.ok else "[red]FAIL[/]"
-    console.print(
-        f"{status}: {len(v.episodes) - n_bad}/{len(v.episodes)} episodes replay "
-        f"exactly; signer {v.signer}; {'partial' if v.partial else 'complete'} "
-        "coverage"
-    )
-
-
 def verify_cmd(
     bundle: Path = typer.Argument(..., help="Bundle (.tar.gz) to verify."),
     pubkey: list[Path] = typer.Option(
@@ -238,7 +217,7 @@ def verify_cmd(
         write_verdict(verdict_out, v, file_sha256(bundle), part)
     if part is not None:
         console.print(f"shard {part} of the replay; verdict written to {verdict_out}")
-    _print_verdict(v)
+    print_verdict(v)
     if not v.ok:
         raise typer.Exit(1)
 

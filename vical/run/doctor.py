@@ -15,7 +15,7 @@ What is replayed, per environment (:func:`probes`):
   from the clip's own start (:func:`vical.demos.render.clip_task`);
 * one random-agent episode of its first task, its actions drawn as the runner's
   random agent would for run 0 of run seed 0
-  (:func:`vical.run.runner.episode_seed`).
+  (:func:`vical.run.episode.episode_seed`).
 
 What is compared, per step (step 0 is the start frame): the frame's sha256
 (its first :data:`HASH_CHARS` hex digits), the score's ``repr`` and, where the
@@ -170,7 +170,7 @@ class Probe:
 def probes(tasks_dir: Path = TASKS_DIR) -> dict[str, list[Probe]]:
     """Per environment (sorted by key): its longest clip (the first of equal length,
     in task-file order) and a random episode of its first task."""
-    from vical.run.runner import episode_seed
+    from vical.run.episode import episode_seed
 
     by_env: dict[str, list[TaskSpec]] = {}
     for t in all_tasks(tasks_dir):

@@ -52,8 +52,8 @@ from pathlib import Path
 from typing import Any
 
 from vical.errors import VicalError, import_optional
+from vical.run.episode import EpisodeJob, run_episode
 from vical.run.pool import Interrupted, SignalScope
-from vical.run.runner import EpisodeJob, run_episode
 
 MAX_RETRIES = 3  # runs of one task after its worker died, before the episode counts as crashed
 POLL_SECONDS = 0.2

@@ -25,14 +25,13 @@ import hashlib
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from vical.outcomes import episode_name
 
 if TYPE_CHECKING:
-    from vical.run.results import EvalResult
     from vical.spec import TaskSpec
 
 
@@ -175,7 +174,22 @@ def shard_mismatch(old: ShardInfo | None, new: ShardInfo | None) -> str | None:
     )
 
 
-def select_results(results: Sequence[EvalResult], shard: Shard) -> list[EvalResult]:
+class Played(Protocol):
+    """What :func:`select_results` reads of an episode's result (an
+    :class:`~vical.run.results.EvalResult`, which imports this module)."""
+
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def run_index(self) -> int: ...
+    @property
+    def actions(self) -> list[str]: ...
+
+
+_R = TypeVar("_R", bound=Played)
+
+
+def select_results(results: Sequence[_R], shard: Shard) -> list[_R]:
     """The results of ``shard`` for a replay, in their given order.
 
     Here the cost of an episode is known: the actions it logged times its task's

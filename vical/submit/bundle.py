@@ -199,7 +199,6 @@ def make_bundle(
     key = load_private(key_path)
     files = collect_files(run_dir)
     from vical.report.table import build_report
-    from vical.submit.verify import run_condition
 
     condition = run_condition(run_manifest)
     summary = build_report(
@@ -229,6 +228,18 @@ def make_bundle(
     }
     write_signed(manifest, files, key, Path(out))
     return manifest
+
+
+def run_condition(run: RunManifest) -> dict[str, Any]:
+    """The condition a run declares: rules text, demonstrations and, for a coupled run
+    (``vical wm couple``), its world model (without the endpoint); a run with a world
+    model is never the leaderboard's default condition."""
+    condition: dict[str, Any] = {"rules": run.rules, "demos": run.demos}
+    if run.world_model is not None:
+        from vical.wm.couple import result_condition
+
+        condition["world_model"] = result_condition(run.world_model)
+    return condition
 
 
 def write_signed(manifest: dict[str, Any], files: dict[str, bytes], key: Any, out: Path) -> None:

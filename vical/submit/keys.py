@@ -13,6 +13,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from vical.errors import VicalError
 
+DEFAULT_KEYRING = Path("submissions") / "keys"  # the trusted public keys, *.pub
+
 
 class KeyError_(VicalError, ValueError):
     """A key file is missing or malformed."""

@@ -51,7 +51,7 @@ from typing import Any, BinaryIO
 
 from vical.errors import VicalError
 from vical.submit.bundle import BUNDLE_FORMAT, TOP
-from vical.submit.keys import check, key_id, load_public
+from vical.submit.keys import DEFAULT_KEYRING, check, key_id, load_public
 
 MAX_MANIFEST_BYTES = 16 * 1024**2
 MAX_SIG_BYTES = 64 * 1024
@@ -451,8 +451,6 @@ def _check_signature(mbytes: bytes, sig: dict[str, Any], trusted: dict[str, Any]
     if sig.get("algorithm", "ed25519") != "ed25519":
         raise VerifyError("signature", f"manifest.sig: unsupported algorithm {sig['algorithm']!r}")
     if not trusted:
-        from vical.submit.verify import DEFAULT_KEYRING
-
         raise VerifyError(
             "signature",
             "no trusted public key: pass --pubkey FILE or put the "

@@ -52,13 +52,13 @@ from vical.outcomes import (
 from vical.run.results import EvalResult, RunManifest
 from vical.run.shard import Shard, select_results
 from vical.spec import all_tasks, tasks_digest
+from vical.submit.bundle import run_condition
+from vical.submit.keys import DEFAULT_KEYRING as DEFAULT_KEYRING  # re-exported: the keyring
 from vical.submit.keys import key_id, load_public
 from vical.submit.logcheck import check_log
 from vical.submit.unpack import VerifyError as VerifyError  # re-exported: what verify raises
 from vical.submit.unpack import safe_extract as safe_extract  # re-exported for tools and tests
 from vical.submit.unpack import unpack_bundle
-
-DEFAULT_KEYRING = Path("submissions") / "keys"
 
 
 @dataclass
@@ -251,18 +251,6 @@ def check_contents(
             "coverage", "the manifest's missing-task list does not match the episodes present"
         )
     return results
-
-
-def run_condition(run: RunManifest) -> dict[str, Any]:
-    """The condition a run declares: rules text, demonstrations and, for a coupled run
-    (``vical wm couple``), its world model (without the endpoint); a run with a world
-    model is never the leaderboard's default condition."""
-    condition: dict[str, Any] = {"rules": run.rules, "demos": run.demos}
-    if run.world_model is not None:
-        from vical.wm.couple import result_condition
-
-        condition["world_model"] = result_condition(run.world_model)
-    return condition
 
 
 def _first_line(e: BaseException) -> str:

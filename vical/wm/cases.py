@@ -137,6 +137,19 @@ class Case(BaseModel):
         return Origin(self.task, self.origin_clip, tuple(self.origin_prefix))
 
 
+@dataclass(frozen=True)
+class Request:
+    """What a world model is given for one case: its public inputs (the wire format
+    is :mod:`vical.wm.protocol`'s)."""
+
+    case: str
+    env: str
+    actions: list[str]
+    context: list[np.ndarray]
+    context_actions: list[str]
+    intervention: list[str]
+
+
 # -- PNG -----------------------------------------------------------------------------
 def encode_png(frame: np.ndarray) -> bytes:
     """A frame as PNG bytes (fixed settings: the same frame always gives the same bytes)."""

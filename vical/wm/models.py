@@ -28,25 +28,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from vical.wm.cases import Case
+from vical.wm.cases import Case, Request
 from vical.wm.sim import ContextSim
-
-
-@dataclass(frozen=True)
-class Request:
-    """What a world model is given for one case."""
-
-    case: str
-    env: str
-    actions: list[str]
-    context: list[np.ndarray]
-    context_actions: list[str]
-    intervention: list[str]
 
 
 class WorldModel(ABC):

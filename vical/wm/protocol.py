@@ -28,8 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from vical.wm.cases import decode_png, encode_png
-from vical.wm.models import Request
+from vical.wm.cases import Request, decode_png, encode_png
 
 PROTOCOL = "vical-wm/1"
 PATH = "/v1/wm/predict"
