@@ -18,28 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_toy_environment import GAME_MODULE  # the toy game, one module for both
 from vical.spec import BUILTIN_TASKS_DIR, TaskSpec, TaskSpecError, load_env_file, tasks_digest
-
-GAME_MODULE = '''
-"""Toyline: reach the goal of a non-slippery FrozenLake; 100 on the goal, 0 otherwise."""
-
-from vical.envs.gymbase import GymAdapter
-
-
-class Adapter(GymAdapter):
-    def start(self) -> None:
-        self.reached = False
-
-    def on_tick(self, tick) -> None:
-        if tick.reward > 0:
-            self.reached = True
-
-    def score(self) -> float:
-        return 100.0 if self.reached else 0.0
-
-    def passed(self) -> bool:
-        return self.reached
-'''
 
 TASK_FILE = """
 env: toyline
