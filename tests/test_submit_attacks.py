@@ -23,10 +23,10 @@ from vical.submit.verify import VerifyError, verify_bundle
 TASKS = "taxi/state1,cliffwalking/base"
 
 
-def _model_run(out: Path, demos: bool = True, rules: str = "basic") -> None:
+def _model_run(out: Path, demos: bool = True, rules: str = "basic", tasks: str = TASKS) -> None:
     with BaselineServer() as srv:
         run_eval(
-            select_tasks(TASKS),
+            select_tasks(tasks),
             out,
             agent="openai-chat",
             agent_kwargs={"endpoint": srv.openai_base_url, "model": "baseline"},
@@ -370,15 +370,7 @@ def test_demonstrations_altered_before_the_run_are_refused(tmp_path, monkeypatch
     img.save(buf, "JPEG", quality=90)
     first.write_bytes(buf.getvalue())
     run = tmp_path / "run"
-    with BaselineServer() as srv:
-        run_eval(
-            select_tasks("taxi/state1"),
-            run,
-            agent="openai-chat",
-            agent_kwargs={"endpoint": srv.openai_base_url, "model": "baseline"},
-            workers=1,
-            progress=False,
-        )
+    _model_run(run, tasks="taxi/state1")
     make_bundle(run, priv, tmp_path / "b.tar.gz", team="Team A", partial=True)
     # the maintainer's machine renders the clip from the task data
     monkeypatch.setenv("VICAL_CACHE", str(tmp_path / "maintainer-cache"))
@@ -386,15 +378,7 @@ def test_demonstrations_altered_before_the_run_are_refused(tmp_path, monkeypatch
     # the same steps without the edit pass (the check is not refusing every bundle)
     monkeypatch.setenv("VICAL_CACHE", str(tmp_path / "honest-cache"))
     honest = tmp_path / "honest"
-    with BaselineServer() as srv:
-        run_eval(
-            select_tasks("taxi/state1"),
-            honest,
-            agent="openai-chat",
-            agent_kwargs={"endpoint": srv.openai_base_url, "model": "baseline"},
-            workers=1,
-            progress=False,
-        )
+    _model_run(honest, tasks="taxi/state1")
     make_bundle(honest, priv, tmp_path / "h.tar.gz", team="Team A", partial=True)
     monkeypatch.setenv("VICAL_CACHE", str(tmp_path / "maintainer-cache"))
     assert _verify(tmp_path / "h.tar.gz", pub).ok
