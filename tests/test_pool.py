@@ -268,3 +268,57 @@ def test_die_with_parent_checks_the_parent_it_was_given():
     gone = "from vical.run.pool import die_with_parent; die_with_parent(2**22 + 7)"
     assert subprocess.run([sys.executable, "-c", ok]).returncode == 0
     assert subprocess.run([sys.executable, "-c", gone]).returncode == 1
+
+
+# The executor's exit hook (concurrent.futures.process._python_exit) wakes every pool's
+# management thread without the pool's lock; a management thread still closing its
+# wake-up pipe at that moment makes the hook print "Exception ignored ... send_bytes"
+# at interpreter exit. It needs a loaded machine to show by itself, so the driver below
+# widens both sides of the race: the hook pauses between its "closed?" check and its
+# write, the management thread pauses before it closes. An interrupted run_pool must
+# leave nothing for the hook to touch.
+RACE = textwrap.dedent(
+    """
+    import os, signal, sys, threading, time
+    import concurrent.futures.process as cfp
+    from vical.run.pool import Interrupted, run_pool
+
+    def wakeup(self):
+        if not self._closed:
+            if cfp._global_shutdown:  # only in the exit hook
+                time.sleep(0.6)
+            self._writer.send_bytes(b"")
+    cfp._ThreadWakeup.wakeup = wakeup
+
+    slow_join = cfp._ExecutorManagerThread.join_executor_internals
+    def join_executor_internals(self):
+        time.sleep(0.3)
+        slow_join(self)
+    cfp._ExecutorManagerThread.join_executor_internals = join_executor_internals
+
+    def slow(x):
+        time.sleep(30)
+
+    if __name__ == "__main__":
+        threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        try:
+            run_pool(slow, range(8), 2, lambda j, v, e: None)
+        except Interrupted:
+            print("interrupted", flush=True)
+            sys.exit(3)
+    """
+)
+
+
+def test_interrupted_pool_leaves_nothing_for_the_exit_hook(tmp_path):
+    script = tmp_path / "race.py"
+    script.write_text(RACE)
+    r = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=Path(__file__).parents[1],
+    )
+    assert r.returncode == 3 and r.stdout.strip() == "interrupted", (r.stdout, r.stderr)
+    assert "Exception ignored" not in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -34,6 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import process as _cf_process
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
@@ -181,7 +182,27 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
     _kill([p.pid for p in procs if p.is_alive() and p.pid], signal.SIGKILL)
     for p in procs:
         p.join(1.0)
+    thread = getattr(pool, "_executor_manager_thread", None)  # shutdown forgets it
     pool.shutdown(wait=False, cancel_futures=True)
+    if thread is not None:
+        _settle(thread)
+
+
+def _settle(thread: threading.Thread) -> None:
+    """Let the pool's management thread finish and take it off the exit hook's list.
+
+    concurrent.futures wakes every pool's management thread at interpreter exit
+    (``_python_exit``) without the pool's lock. A thread still closing its wake-up
+    pipe then (its workers were just killed) makes that hook write to a closed
+    pipe and print an "Exception ignored" traceback after the run ended cleanly.
+    The thread needs no wake-up: its workers are dead, so it is already leaving.
+    It stays a normal thread, which the interpreter joins at exit.
+    """
+    thread.join(GRACE_SECONDS)
+    wakeups = getattr(_cf_process, "_threads_wakeups", None)
+    if wakeups is not None:
+        with contextlib.suppress(KeyError, TypeError):
+            del wakeups[thread]
 
 
 def run_pool(
