@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import interrupt_group, processes_naming
 from vical import __version__
-from vical.run import run_eval
+from vical.run import RunOptions, run_eval
 from vical.spec import select_tasks
 from vical.submit import leaderboard
 from vical.submit.bundle import BundleError, make_bundle
@@ -29,7 +29,11 @@ TASKS = "taxi/state1,taxi/state2,cartpole/seed41,cliffwalking/base"
 def setup(tmp_path_factory):
     d = tmp_path_factory.mktemp("submit")
     priv, pub = keygen(d / "keys" / "team")
-    run_eval(select_tasks(TASKS), d / "run", runs=1, workers=1, progress=False, frames="none")
+    run_eval(
+        select_tasks(TASKS),
+        d / "run",
+        options=RunOptions(runs=1, workers=1, progress=False, frames="none"),
+    )
     bundle = d / "bundle.tar.gz"
     make_bundle(d / "run", priv, bundle, team="Team A", partial=True)
     return d, priv, pub, bundle
@@ -250,7 +254,11 @@ MANY = "taxi/*,cliffwalking/*,lavacrossing/*,cartpole/*,mountaincar/*,acrobot/*"
 def big_bundle(tmp_path_factory):
     d = tmp_path_factory.mktemp("big")
     priv, pub = keygen(d / "keys" / "team")
-    run_eval(select_tasks(MANY), d / "run", runs=1, workers=2, progress=False, frames="none")
+    run_eval(
+        select_tasks(MANY),
+        d / "run",
+        options=RunOptions(runs=1, workers=2, progress=False, frames="none"),
+    )
     bundle = d / "big-bundle.tar.gz"
     make_bundle(d / "run", priv, bundle, team="Team B", partial=True)
     return bundle, pub
@@ -407,3 +415,20 @@ def test_signed_manifest_naming_a_host_file_is_rejected_unread(setup, tmp_path, 
     with pytest.raises(VerifyError, match=r"absolute path|'\.\.'"):
         verify_bundle(bad, pubkeys=[pub], progress=False)
     assert time.time() - t0 < 5  # /dev/zero and /dev/stdin were not read
+
+
+@pytest.mark.parametrize("fault", [KeyboardInterrupt, OSError])
+def test_packing_cut_short_leaves_no_half_written_bundle(tmp_path, fault):
+    from vical.submit.bundle import write_signed
+
+    class Cut(bytes):  # content whose packing is cut (a signal, a full disk)
+        def __len__(self) -> int:
+            raise fault("cut")
+
+    priv = tmp_path / "k.pem"
+    keygen(priv)
+    out = tmp_path / "out" / "bundle.tar.gz"
+    files = {"a.json": b"{}", "b.json": Cut(b"x" * 10)}
+    with pytest.raises(fault):
+        write_signed({"files": {}}, files, load_private(priv), out)
+    assert list(out.parent.iterdir()) == []  # neither the bundle nor its .tmp

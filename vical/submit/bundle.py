@@ -255,13 +255,17 @@ def write_signed(manifest: dict[str, Any], files: dict[str, bytes], key: Any, ou
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
-    with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
-        # manifest and signature first: verify reads them without scanning the rest
-        _add(tar, f"{TOP}/manifest.json", mbytes)
-        _add(tar, f"{TOP}/manifest.sig", (json.dumps(sig, indent=2) + "\n").encode())
-        for p, data in sorted(files.items()):
-            _add(tar, f"{TOP}/{p}", data)
-    tmp.replace(out)
+    try:
+        with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+            # manifest and signature first: verify reads them without scanning the rest
+            _add(tar, f"{TOP}/manifest.json", mbytes)
+            _add(tar, f"{TOP}/manifest.sig", (json.dumps(sig, indent=2) + "\n").encode())
+            for p, data in sorted(files.items()):
+                _add(tar, f"{TOP}/{p}", data)
+        tmp.replace(out)
+    except BaseException:  # Ctrl-C/SIGTERM or a full disk while packing: no half bundle
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 # -- world-model results ---------------------------------------------------------------
