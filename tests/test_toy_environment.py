@@ -185,3 +185,14 @@ def test_runnable_through_the_cli(toy, tmp_path):
         finally:
             env.close()
         assert hashes == r["frame_hashes"][-len(hashes) :]
+
+
+def test_demo_maker_skips_no_frames_where_the_file_names_no_noop(toy):
+    """Fallback demo starts skip frames with the NOOP action; without one in the file
+    the maker keeps to other seeds instead of a start the task file never asked for."""
+    from vical.authoring.make import _shifted_starts
+    from vical.spec import load_env_file
+
+    spec = load_env_file(toy / "toyline.yaml")
+    assert spec.noop is None
+    assert all(skip == 0 for _, skip in _shifted_starts(spec, 5, set()))

@@ -50,7 +50,8 @@ def _shifted_starts(spec: EnvSpec, n: int, taken: set[str]) -> list[tuple[int, i
     base = base_task(spec)
     seed0, skip0 = base.variant.seed, base.variant.initial_skip
     candidates = [(seed0 + k, skip0) for k in (101, 202, 303)]
-    candidates += [(seed0, skip0 + k) for k in (23, 47, 71, 95, 130)]
+    if spec.noop is not None:  # skipped frames play the NOOP action
+        candidates += [(seed0, skip0 + k) for k in (23, 47, 71, 95, 130)]
     out, seen = [], set(taken)
     for seed, skip in candidates:
         probe = DemoClip(
