@@ -100,7 +100,7 @@ def make_adapter(task: TaskSpec) -> Adapter:
     check_simulator(task.env)
     game = game_module(task.env)
     if game is not None and hasattr(game, "Adapter"):
-        adapter = game.Adapter(task)
+        adapter: Adapter = game.Adapter(task)
     else:
         module = importlib.import_module(f"vical.envs.{FAMILIES[task.env.family]}")
         adapter = module.make_adapter(task)

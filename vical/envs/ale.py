@@ -25,10 +25,12 @@ from typing import Any, cast
 import ale_py
 import gymnasium as gym
 import numpy as np
+import numpy.typing as npt
 from ale_py.env import AtariEnv
 
 from vical.envs.core import Adapter, Tick
 from vical.envs.scoring import capped_ratio
+from vical.envs.states import NativeState, SimState, StateKindError
 from vical.spec import TaskSpec
 
 # The emulator's start-up banners ("A.L.E: ...", "[Powered by Stella]") would be
@@ -117,6 +119,7 @@ class ALEAdapter(Adapter):
 
     def _seeded(self) -> None:
         """The Python side of a reset, once the emulator stands after its seeded reset."""
+        self._shown = None
         self.tracking = False
         self.total = 0.0
         self.game_over = False
@@ -159,6 +162,7 @@ class ALEAdapter(Adapter):
             points.setdefault(done, self.ale.cloneState(include_rng=True))
 
     def act(self, native: Any) -> Tick:
+        self._shown = None
         idx = self.native_index(native if native is not None else "NOOP")
         reward = 0.0
         terminated = False
@@ -175,10 +179,12 @@ class ALEAdapter(Adapter):
             self.on_tick(tick)
         return tick
 
-    def frame(self) -> np.ndarray:
+    def frame(self) -> npt.NDArray[np.uint8]:
+        if self._shown is not None:
+            return self._shown.copy()
         return np.ascontiguousarray(self.ale.getScreenRGB(), dtype=np.uint8)
 
-    def ram(self) -> np.ndarray:
+    def ram(self) -> npt.NDArray[np.uint8]:
         return self.ale.getRAM()
 
     def lives(self) -> int | None:
@@ -208,7 +214,22 @@ class ALEAdapter(Adapter):
     def restore(self, state: Any) -> None:
         emulator, attrs = state
         self.ale.restoreState(emulator)
+        self._shown = None
         super().restore(attrs)
+
+    # -- the state API: an emulator state holds no screen, so the screen goes with it --
+    # The screen a set_state brought back, shown until the next emulator step.
+    _shown: npt.NDArray[np.uint8] | None = None
+
+    def read_state(self) -> NativeState:
+        return NativeState((self.snapshot(), self.frame().copy()))
+
+    def set_state(self, state: SimState) -> None:
+        if not isinstance(state, NativeState):
+            raise StateKindError(f"{self.task.id}: an ALE game sets a NativeState")
+        snapshot, screen = state.native
+        self.restore(snapshot)
+        self._shown = screen
 
     # -- scoring (defaults; games override) -------------------------------
     # A game sets this where a pass needs the life kept to the end of the episode: the
@@ -262,7 +283,7 @@ class ALEAdapter(Adapter):
             return "Terminated"
         return None
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {"reward": self.total}
 
 

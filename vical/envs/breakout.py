@@ -40,8 +40,9 @@ from typing import Any
 
 import numpy as np
 
-from vical.envs.core import Adapter, Tick
+from vical.envs.core import Adapter, Frame, Tick
 from vical.envs.scoring import EventCounter
+from vical.envs.states import Facts
 from vical.spec import TaskSpec
 
 NOOP, FIRE, RIGHT, LEFT = 0, 1, 2, 3
@@ -177,7 +178,7 @@ class BreakoutGame:
         return broken
 
     # -- drawing --------------------------------------------------------------
-    def render(self) -> np.ndarray:
+    def render(self) -> Frame:
         img = np.zeros((HEIGHT, WIDTH, 3), dtype=np.uint8)
         img[:] = BACKGROUND
         img[:, :WALL] = WALL_COLOR
@@ -244,7 +245,7 @@ class BreakoutAdapter(Adapter):
             raise ValueError(f"{task.id}: unknown CustomBreakout native actions {unknown}")
         self.game = BreakoutGame(columns=int(kw.get("columns", 3)), auto_serve=FIRE not in natives)
         self.tracking = False
-        self._frame: np.ndarray | None = None
+        self._frame: Frame | None = None
 
     def reset(self, seed: int) -> None:
         self.game.reset(seed)
@@ -263,7 +264,7 @@ class BreakoutAdapter(Adapter):
         info = {"bricks_left": self.game.bricks_left, "lost": self.game.lost}
         return Tick(reward=float(broken), terminated=self.game.over, info=info)
 
-    def frame(self) -> np.ndarray:
+    def frame(self) -> Frame:
         if self._frame is None:
             self._frame = self.game.render()
         return self._frame
@@ -289,7 +290,14 @@ class BreakoutAdapter(Adapter):
         g = self.game
         return {"ball_x": float(g.ball_x), "ball_y": float(g.ball_y), "paddle_x": float(g.paddle_x)}
 
-    def progress(self) -> dict:
+    def state_facts(self) -> Facts:
+        """What the frame shows: the paddle's column, the ball's top-left corner (None once
+        the ball is lost) and whether each brick is still there."""
+        g = self.game
+        ball = None if g.lost else (int(g.ball_x), int(g.ball_y))
+        return breakout_facts(int(g.paddle_x), ball, [bool(b) for b in g.bricks])
+
+    def progress(self) -> dict[str, Any]:
         g = self.game
         return {
             "bricks_broken": int(self.bricks.count) if self.tracking else 0,
@@ -298,6 +306,17 @@ class BreakoutAdapter(Adapter):
             "paddle_x": g.paddle_x,
             "lost": g.lost,
         }
+
+
+def breakout_facts(paddle_x: int, ball: tuple[int, int] | None, bricks: list[bool]) -> Facts:
+    """Breakout's facts from its paddle column, ball corner (None once lost) and bricks."""
+    facts: Facts = {
+        "paddle x": int(paddle_x),
+        "ball": None if ball is None else [int(ball[0]), int(ball[1])],
+    }
+    for i, alive in enumerate(bricks):
+        facts[f"brick {i}"] = bool(alive)
+    return facts
 
 
 def make_adapter(task: TaskSpec) -> BreakoutAdapter:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+import numpy as np
 from gymnasium.envs.classic_control.acrobot import AcrobotEnv
 from gymnasium.envs.classic_control.mountain_car import MountainCarEnv
 
@@ -11,6 +12,7 @@ from vical.envs import fpmath, portable
 from vical.envs.core import Tick
 from vical.envs.gymbase import GymAdapter
 from vical.envs.scoring import capped_ratio, horizon_ratio
+from vical.envs.states import Facts, fact_value
 from vical.spec import TaskSpec
 
 # gymnasium's three classic-control simulators: their float math goes through
@@ -23,16 +25,33 @@ PORTABLE_MODULES = [
 portable.install(PORTABLE_MODULES)
 
 
-class ClassicStateMixin:
-    """``doctor_state``: the simulator's own state vector, for ``vical doctor``."""
+# the names of each simulator's state vector, in its order
+STATE_NAMES: dict[str, tuple[str, ...]] = {
+    "cartpole": ("cart position", "cart velocity", "pole angle", "pole angular velocity"),
+    "mountaincar": ("car position", "car velocity"),
+    "acrobot": ("joint 1 angle", "joint 2 angle", "joint 1 velocity", "joint 2 velocity"),
+}
 
-    env: Any
+
+class ClassicAdapter(GymAdapter):
+    """What the three share: their physical state vector, named."""
 
     def doctor_state(self) -> dict[str, list[float]]:
-        return {"state": [float(v) for v in self.env.unwrapped.state]}
+        """The simulator's own state vector, for ``vical doctor``."""
+        return {"state": [float(v) for v in cast(Any, self.env.unwrapped).state]}
+
+    def state_facts(self) -> Facts:
+        """The state vector by name (:data:`STATE_NAMES`, to 3 decimals), then the
+        default facts (:meth:`vical.envs.core.Adapter.state_facts`)."""
+        facts: Facts = {}
+        names = STATE_NAMES.get(self.task.env.env, ())
+        state = np.asarray(cast(Any, self.env).state).ravel()
+        for name, value in zip(names, state, strict=False):
+            facts[name] = fact_value(value)
+        return {**facts, **super().state_facts()}
 
 
-class CartPoleAdapter(ClassicStateMixin, GymAdapter):
+class CartPoleAdapter(ClassicAdapter):
     """Survival: score = share of the decision horizon survived; pass = the whole horizon."""
 
     def start(self) -> None:
@@ -55,11 +74,11 @@ class CartPoleAdapter(ClassicStateMixin, GymAdapter):
     def ending(self, native_terminated: bool) -> str | None:
         return "Terminated" if native_terminated else None
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {"decisions_survived": self.decisions, "fallen": self.fallen}
 
 
-class AcrobotAdapter(ClassicStateMixin, GymAdapter):
+class AcrobotAdapter(ClassicAdapter):
     """Dense score from the rise of the highest endpoint height since the start.
 
     Endpoint height above the pivot is ``-cos(t1) - cos(t1 + t2)`` (link
@@ -90,11 +109,11 @@ class AcrobotAdapter(ClassicStateMixin, GymAdapter):
     def passed(self) -> bool:
         return self.best > float(self.task.params.get("pass_height", 0.0))
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {"start_height": round(self.h0, 6), "best_height": round(self.best, 6)}
 
 
-class MountainCarAdapter(ClassicStateMixin, GymAdapter):
+class MountainCarAdapter(ClassicAdapter):
     """Dense normalized position progress toward the flag.
 
     Score = capped ratio of (rightmost position - start position) to (goal
@@ -120,7 +139,7 @@ class MountainCarAdapter(ClassicStateMixin, GymAdapter):
         frac = float(self.task.params.get("pass_fraction", 0.5))
         return self.best >= self.x0 + frac * (self.goal - self.x0)
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {"start_position": round(self.x0, 6), "best_position": round(self.best, 6)}
 
 

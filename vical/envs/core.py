@@ -50,8 +50,13 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from vical.envs.states import Facts, NativeState, SimState, StateKindError, fact_value
 from vical.spec import TaskSpec
+
+Frame = npt.NDArray[np.uint8]
+"""An RGB frame: (height, width, 3) uint8."""
 
 
 class InvalidActionError(ValueError):
@@ -77,7 +82,7 @@ class Step:
 
     index: int
     action: str
-    frame: np.ndarray
+    frame: Frame
     terminated: bool
     truncated: bool
     outcome: str | None
@@ -121,7 +126,7 @@ class Outcome:
         return self.ended or self.life_lost
 
 
-def frame_sha256(frame: np.ndarray) -> str:
+def frame_sha256(frame: npt.NDArray[Any]) -> str:
     """sha256 of a frame's shape, dtype and pixel bytes."""
     arr = np.ascontiguousarray(frame)
     h = hashlib.sha256(f"{arr.shape}|{arr.dtype}|".encode())
@@ -136,6 +141,12 @@ class Adapter(ABC):
     frames and the human-init replay; ``begin()`` once the start state is
     reached; then ``act`` calls for the agent's decisions. ``score``, ``passed``
     and ``ending`` read progress accumulated since ``begin``.
+
+    State API (:mod:`vical.envs.states`), the only way code outside
+    :mod:`vical.envs` reads or changes a simulator's state:
+    ``read_state() -> SimState`` (a value), ``set_state(state)`` (the next
+    ``frame()`` draws it) and ``state_facts() -> Facts`` (the state as named,
+    JSON-able facts). Each game's reader and writer lives with its adapter.
     """
 
     def __init__(self, task: TaskSpec):
@@ -150,7 +161,7 @@ class Adapter(ABC):
         """Advance one primitive step (one outer frame-skip slot) with a native action."""
 
     @abstractmethod
-    def frame(self) -> np.ndarray:
+    def frame(self) -> Frame:
         """The current RGB uint8 frame (H, W, 3)."""
 
     def seed_and_skip(self, seed: int, skip: int, noop: Any, shared: bool, stepped: bool) -> None:
@@ -230,12 +241,56 @@ class Adapter(ABC):
         """Return to a state taken by :meth:`snapshot`."""
         vars(self).update(_deepcopy_shared(state))
 
+    # -- the state API (:mod:`vical.envs.states`) ----------------------------
+    def read_state(self) -> SimState:
+        """The simulator's state now, a value :meth:`set_state` returns to.
+
+        The default is the adapter's whole :meth:`snapshot` (a
+        :class:`~vical.envs.states.NativeState`); a game whose state is a few named
+        values returns a state class of its own, which a caller may also build.
+        """
+        return NativeState(self.snapshot())
+
+    def set_state(self, state: SimState) -> None:
+        """Put the simulator in ``state``: the next :meth:`frame` draws it.
+
+        A :class:`~vical.envs.states.NativeState` brings back everything it holds,
+        scoring progress included; a game's own state class sets the game only and
+        leaves the scoring progress as it is. Raises
+        :class:`~vical.envs.states.StateKindError` for a state of another kind.
+        """
+        if not isinstance(state, NativeState):
+            raise StateKindError(
+                f"{self.task.id}: {type(self).__name__} sets a NativeState, "
+                f"not a {type(state).__name__}"
+            )
+        self.restore(state.native)
+
+    def state_facts(self) -> Facts:
+        """The simulator's state now as named facts (:data:`~vical.envs.states.Facts`).
+
+        The default: the lives counter where the game has one, then the scalar
+        entries of :meth:`progress` by name, floats to 3 decimals. Games whose
+        renderer is known exactly override it with what their frame shows.
+        """
+        facts: Facts = {}
+        lives = self.lives()
+        if lives is not None:
+            facts["lives"] = int(lives)
+        for k, v in sorted(self.progress().items()):
+            if isinstance(v, dict):
+                continue
+            facts[str(k)] = fact_value(v)
+        return facts
+
 
 # attributes that never change during an episode: shared by snapshots, not copied
 _STATIC_ATTRS = frozenset({"P", "task", "dist", "locs"})
 
 
-def _share_memo(obj: Any, memo: dict[int, Any], depth: int = 0, seen: set[int] | None = None):
+def _share_memo(
+    obj: Any, memo: dict[int, Any], depth: int = 0, seen: set[int] | None = None
+) -> None:
     """Pre-fill a deepcopy memo so render resources (pygame) and static tables are shared."""
     seen = set() if seen is None else seen
     if id(obj) in seen or depth > 5:
@@ -285,7 +340,7 @@ class StartState:
     before ``begin``; and that frame (a restored emulator need not redraw its screen)."""
 
     native: Any
-    frame: np.ndarray
+    frame: Frame
 
 
 # What each adapter instance knows of its start: absent before its first reset;
@@ -362,7 +417,7 @@ class VicalEnv:
         self.steps = 0
         self.done = True
         self.outcome: str | None = None
-        self._frame: np.ndarray | None = None
+        self._frame: Frame | None = None
         self._begun = True
         self._history: list[_Decision] = []  # decisions since reset, for replay restores
         self._snapshot_exact: bool | None = None  # checked on the first snapshot
@@ -372,7 +427,7 @@ class VicalEnv:
         return list(self.actions)
 
     # -- start state -------------------------------------------------------
-    def reset(self, begin: bool = True) -> np.ndarray:
+    def reset(self, begin: bool = True) -> Frame:
         """Bring the simulator to the task's start state and return its frame.
 
         With ``begin=False`` the adapter's scoring state is not started: the
@@ -387,7 +442,7 @@ class VicalEnv:
             )
         replay = self._starts == "replayed" or not start_snapshots_enabled()
         known: StartState | str | None = _REPLAY if replay else _STARTS.get(self.adapter)
-        frame: np.ndarray | None = None
+        frame: Frame | None = None
         if self._starts == "trusted" and not isinstance(known, StartState) and known != _REPLAY:
             known = _TRUSTED.get(self.adapter)
             if known is None:
@@ -573,7 +628,7 @@ class VicalEnv:
         started = bool(history[-1][1]) if history else begun
         watch = history[-1][2] if history else None
 
-        def run() -> list[tuple]:
+        def run() -> list[tuple[Any, ...]]:
             out = []
             for a in probe:
                 o = self.decide(a, started, watch, record=False)
@@ -616,7 +671,7 @@ class VicalEnv:
         names = list(self.actions)
         probes = [[rng.choice(names) for _ in range(8)] for _ in range(2)]
 
-        def run(probe: list[str]) -> list[tuple]:
+        def run(probe: list[str]) -> list[tuple[Any, ...]]:
             out = []
             for a in probe:
                 o = self.decide(a, started=False, record=False)
@@ -649,7 +704,7 @@ class VicalEnv:
         return native if ok else None
 
     # -- reading -----------------------------------------------------------
-    def _checked_frame(self) -> np.ndarray:
+    def _checked_frame(self) -> Frame:
         f = self.adapter.frame()
         if f.dtype != np.uint8 or f.ndim != 3 or f.shape[2] != 3:
             raise TypeError(
@@ -658,7 +713,7 @@ class VicalEnv:
         return f
 
     @property
-    def frame(self) -> np.ndarray:
+    def frame(self) -> Frame:
         if self._frame is None:
             raise RuntimeError("call reset() first")
         return self._frame

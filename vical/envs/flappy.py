@@ -26,7 +26,7 @@ start state exactly.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
@@ -37,7 +37,7 @@ import numpy as np
 import pygame
 
 from vical.envs import portable
-from vical.envs.core import Tick
+from vical.envs.core import Frame, Tick
 from vical.envs.gymbase import GymAdapter
 from vical.envs.scoring import EventCounter
 from vical.spec import TaskSpec
@@ -93,7 +93,7 @@ class FlappyAdapter(GymAdapter):
             "bird_rot": float(env._player_rot),
         }
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         env = self.env
         return {
             "pipes": int(self.pipes.count),
@@ -101,7 +101,7 @@ class FlappyAdapter(GymAdapter):
             "bird_y": int(env._player_y),
         }
 
-    def frame(self) -> np.ndarray:
+    def frame(self) -> Frame:
         """The frame ``render()`` returns, read row by row from the drawn surface.
 
         ``FlappyBirdEnv.render`` draws the same surface and returns pygame's

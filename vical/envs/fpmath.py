@@ -37,10 +37,12 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 # ---------------------------------------------------------------------------
 # Constants, derived from exact rationals so that no libm call is involved.
@@ -79,7 +81,7 @@ _SQRT_HALF = math.sqrt(0.5)
 _TAN_PI_12 = _f(Fraction(2) - Fraction(_SQRT3))  # about 0.268 (reduction edge)
 
 
-def _series(terms: int, coef) -> tuple[float, ...]:
+def _series(terms: int, coef: Callable[[int], Fraction]) -> tuple[float, ...]:
     return tuple(_f(coef(k)) for k in range(terms))
 
 
@@ -349,7 +351,7 @@ def _scalar(v: Any) -> bool:
     return isinstance(v, (float, int, np.floating, np.integer)) and not isinstance(v, bool)
 
 
-def _unary(fn):
+def _unary(fn: Callable[[float], float]) -> Callable[..., Any]:
     def apply(x: Any, *args: Any, **kwargs: Any) -> Any:
         if args or kwargs:
             raise TypeError(f"portable {fn.__name__[:-1]} takes one argument")
@@ -365,7 +367,7 @@ def _unary(fn):
     return apply
 
 
-def _binary(fn):
+def _binary(fn: Callable[[float, float], float]) -> Callable[..., Any]:
     def apply(x: Any, y: Any, *args: Any, **kwargs: Any) -> Any:
         if args or kwargs:
             raise TypeError(f"portable {fn.__name__[:-1]} takes two arguments")
@@ -414,10 +416,10 @@ def power(x: Any, y: Any) -> Any:
     return _float_power(x, y)
 
 
-def _sum_in_order(terms: np.ndarray, axis: int) -> np.ndarray:
+def _sum_in_order(terms: npt.NDArray[Any], axis: int) -> npt.NDArray[Any]:
     """Sum along ``axis`` strictly left to right (no BLAS, no pairwise blocks)."""
     moved = np.moveaxis(terms, axis, 0)
-    acc = moved[0].copy()
+    acc: npt.NDArray[Any] = moved[0].copy()
     for k in range(1, moved.shape[0]):
         acc = acc + moved[k]
     return acc

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from vical.envs.core import Adapter, Tick
+from vical.envs.core import Adapter, Frame, Tick
 from vical.spec import TaskSpec
 
 
@@ -34,7 +34,7 @@ class GymAdapter(Adapter):
         self._fresh = True  # the simulator has not been reset yet
         self.obs: Any = None
         self.info: dict[str, Any] = {}
-        self._frame: np.ndarray | None = None
+        self._frame: Frame | None = None
         self.tracking = False
 
     def make_env(self) -> gym.Env:
@@ -69,7 +69,7 @@ class GymAdapter(Adapter):
     def on_tick(self, tick: Tick) -> None:
         """Update progress after each primitive step of the agent's decisions."""
 
-    def frame(self) -> np.ndarray:
+    def frame(self) -> Frame:
         if self._frame is None:
             self._frame = np.ascontiguousarray(self.env.render(), dtype=np.uint8)
         return self._frame

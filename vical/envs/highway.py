@@ -84,7 +84,7 @@ from highway_env.road.road import Road
 from highway_env.vehicle.objects import Landmark, RoadObject
 
 from vical.envs import fpmath, portable
-from vical.envs.core import Tick
+from vical.envs.core import Frame, Tick
 from vical.envs.gymbase import GymAdapter
 from vical.envs.scoring import capped_ratio
 from vical.spec import TaskSpec
@@ -144,7 +144,7 @@ _FAR_RELATIVE = 1e-6
 _FAR_ABSOLUTE = 1e-6
 
 
-class FastRoad(Road):
+class FastRoad(Road):  # type: ignore[misc, unused-ignore]  # highway-env is untyped
     """highway-env's road with the neighbour and collision shortcuts (module docstring).
 
     It adds no instance state outside an act phase: the adapter re-classes the
@@ -182,7 +182,7 @@ class FastRoad(Road):
     def neighbour_vehicles(self, vehicle: Any, lane_index: Any = None) -> tuple[Any, Any]:
         lanes = self._act_lanes
         if lanes is None or self.neighbour_vehicles_connected_lanes:
-            return super().neighbour_vehicles(vehicle, lane_index)
+            return super().neighbour_vehicles(vehicle, lane_index)  # type: ignore[no-any-return, unused-ignore]
         lane_index = lane_index or vehicle.lane_index
         if not lane_index:
             return None, None
@@ -246,7 +246,7 @@ class FastRoad(Road):
         return near
 
 
-class UnusedObservation(ObservationType):
+class UnusedObservation(ObservationType):  # type: ignore[misc, unused-ignore]  # highway-env is untyped
     """Stands in for a kinematics observation the agent never sees (module docstring):
     ``observe`` returns None while the fast paths are on, else the wrapped one's."""
 
@@ -303,7 +303,7 @@ class HighwayAdapter(GymAdapter):
         install_fast_paths(self.env)
         self.viewer: EnvViewer | None = None
 
-    def frame(self) -> np.ndarray:
+    def frame(self) -> Frame:
         """Draw the road off-screen with the adapter's own viewer.
 
         highway-env's viewer disables drawing whenever ``SDL_VIDEODRIVER`` is
@@ -320,7 +320,8 @@ class HighwayAdapter(GymAdapter):
         return self._frame
 
     @property
-    def ego(self):
+    def ego(self) -> Any:
+        """The ego vehicle (highway-env's ``ControlledVehicle``)."""
         return self.env.vehicle
 
     def doctor_state(self) -> dict[str, list[float]]:
@@ -367,7 +368,9 @@ class HighwayAdapter(GymAdapter):
         (counted from the start state)."""
         budget = self.task.max_steps * self.task.env.frame_skip
         cfg = self.env.config
-        natural = round((episode_seconds(self.task) - self.start_time) * cfg["policy_frequency"])
+        natural: int = round(
+            (episode_seconds(self.task) - self.start_time) * cfg["policy_frequency"]
+        )
         return max(1, min(budget, natural))
 
     def score(self) -> float:
@@ -386,7 +389,7 @@ class HighwayAdapter(GymAdapter):
             return "Terminated"
         return None
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {
             "ticks": self.ticks,
             "crashed": self.crashed,

@@ -56,20 +56,24 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any
+from functools import cache
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
+import numpy.typing as npt
+from minigrid.core.constants import COLOR_NAMES
 from minigrid.core.grid import Grid
-from minigrid.core.world_object import Box, Door, Goal, Key, Lava, Wall, WorldObj
+from minigrid.core.world_object import Ball, Box, Door, Goal, Key, Lava, Wall, WorldObj
 from minigrid.envs.crossing import CrossingEnv
 from minigrid.envs.multiroom import MultiRoomEnv
 from minigrid.envs.unlockpickup import UnlockPickupEnv
 from minigrid.minigrid_env import MiniGridEnv
 
-from vical.envs.core import Tick
+from vical.envs.core import Frame, Tick
 from vical.envs.gymbase import GymAdapter
 from vical.envs.scoring import Milestones, clamp, path_efficiency
+from vical.envs.states import Facts
 from vical.spec import TaskSpec
 
 # The simulator's own step limit is irrelevant: vical's max-steps cap ends the
@@ -108,7 +112,8 @@ class CustomLavaCrossingEnv(CrossingEnv):
         )
 
     def _gen_grid(self, width: int, height: int) -> None:
-        super()._gen_grid(width, height)
+        gen_grid = cast(Callable[[int, int], None], super()._gen_grid)
+        gen_grid(width, height)
         self.agent_dir = self.start_dir
 
 
@@ -373,14 +378,15 @@ def picked_target(_state: State, event: str | None) -> bool:
 _STRIP_BG = np.array([40, 40, 40], dtype=np.uint8)
 
 
-def visible_cells(env: MiniGridEnv) -> np.ndarray:
+def visible_cells(env: MiniGridEnv) -> npt.NDArray[np.bool_]:
     """Boolean (width, height) mask of the cells in the agent's current view.
 
     The same computation as ``MiniGridEnv.get_full_render``: the 7 x 7 square
     in front of the agent, with minigrid's occlusion (walls and closed doors hide
     what is behind them), mapped to world coordinates.
     """
-    _, vis = env.gen_obs_grid()
+    gen_obs_grid = cast(Callable[[], tuple[Any, npt.NDArray[np.bool_]]], env.gen_obs_grid)
+    _, vis = gen_obs_grid()
     fx, fy = (int(v) for v in _DIR_VEC[env.agent_dir])
     rx, ry = -fy, fx
     n = env.agent_view_size
@@ -400,8 +406,8 @@ def tile_size_for(width: int, height: int, target_px: int = 400) -> int:
 
 
 def render_view(
-    env: MiniGridEnv, mask: np.ndarray, tile: int, carry_strip: bool = False
-) -> np.ndarray:
+    env: MiniGridEnv, mask: npt.NDArray[np.bool_], tile: int, carry_strip: bool = False
+) -> Frame:
     """The full map north-up with only the currently visible cells drawn (see module docstring)."""
     img = np.zeros((env.height * tile, env.width * tile, 3), dtype=np.uint8)
     ax, ay = (int(v) for v in env.agent_pos)
@@ -427,6 +433,43 @@ def render_view(
     return np.ascontiguousarray(np.concatenate([img, strip], axis=0))
 
 
+def object_name(obj: WorldObj | None) -> str:
+    """A cell's content as text: ``empty``, ``wall``, ``lava``, ``goal``, or the type and
+    colour of the object (``key-yellow``), a door's with its state (``door-yellow-locked``)."""
+    if obj is None:
+        return "empty"
+    name = f"{obj.type}-{obj.color}" if obj.type not in ("wall", "lava", "goal") else obj.type
+    if isinstance(obj, Door):
+        name += "-locked" if obj.is_locked else ("-open" if obj.is_open else "-closed")
+    return str(name)
+
+
+@cache
+def drawable_objects() -> list[WorldObj | None]:
+    """Every object a tile of these games may show, in the order of their names: empty
+    (None), wall, lava, goal, and keys, balls, boxes and doors (open, closed, locked) of
+    every colour. Shared: callers draw them, never change them."""
+    objs: dict[str, WorldObj | None] = {
+        "empty": None,
+        "wall": Wall(),
+        "lava": _new(Lava),
+        "goal": Goal(),
+    }
+    for color in COLOR_NAMES:
+        for obj in (Key(color), _new(Ball, color), Box(color)):
+            objs[object_name(obj)] = obj
+        for state in ("open", "closed", "locked"):
+            door = Door(color, is_open=state == "open", is_locked=state == "locked")
+            objs[object_name(door)] = door
+    return [objs[k] for k in sorted(objs)]
+
+
+def _new(cls: type[WorldObj], *args: Any) -> WorldObj:
+    """``cls(*args)`` for the minigrid classes whose constructor is not annotated."""
+    make = cast(Callable[..., WorldObj], cls)
+    return make(*args)
+
+
 # ---------------------------------------------------------------------------
 # Adapters
 # ---------------------------------------------------------------------------
@@ -441,7 +484,8 @@ class MiniGridAdapter(GymAdapter):
 
     def make_env(self) -> gym.Env:
         cls = SIM_IDS[self.task.env.sim_id]
-        return cls(**self.task.env_kwargs)
+        env: gym.Env[Any, Any] = cls(**self.task.env_kwargs)
+        return env
 
     @property
     def grid_env(self) -> MiniGridEnv:
@@ -461,20 +505,38 @@ class MiniGridAdapter(GymAdapter):
         return tick
 
     @property
-    def visible(self) -> np.ndarray:
+    def visible(self) -> npt.NDArray[np.bool_]:
         """The cells in the agent's view now: a read-only boolean (width, height) mask,
         indexed ``[x, y]``, the cells the frame draws (see :func:`visible_cells`)."""
         view = self._mask.view()
         view.flags.writeable = False
         return view
 
-    def frame(self) -> np.ndarray:
+    def frame(self) -> Frame:
         if self._frame is None:
             self._frame = render_view(self.grid_env, self._mask, self.tile, self.carry_strip)
         return self._frame
 
     def state(self) -> State:
         return self.model.state_of(self.grid_env)
+
+    def state_facts(self) -> Facts:
+        """What the frame shows: the agent's cell and heading (0-3, :data:`HEADINGS`),
+        what it carries where the frame has the carried-object strip, and each cell's
+        content (:func:`object_name`), ``unseen`` outside the agent's view."""
+        e = self.grid_env
+        mask = self._mask
+        facts: Facts = {}
+        ax, ay = (int(v) for v in e.agent_pos)
+        facts["agent x"] = ax
+        facts["agent y"] = ay
+        facts["agent dir"] = int(e.agent_dir)
+        if self.carry_strip:
+            facts["carrying"] = object_name(e.carrying) if e.carrying is not None else "nothing"
+        for j in range(e.height):
+            for i in range(e.width):
+                facts[f"cell {i},{j}"] = object_name(e.grid.get(i, j)) if mask[i, j] else "unseen"
+        return facts
 
     def distance(self, name: str, reached: Goal_, state: State | None = None) -> int | None:
         """Fewest actions from ``state`` (default: now) to a sub-goal, memoised per state."""
@@ -485,7 +547,7 @@ class MiniGridAdapter(GymAdapter):
             self._dist_cache[key] = None if path is None else len(path)
         return self._dist_cache[key]
 
-    def open_cells(self) -> np.ndarray:
+    def open_cells(self) -> npt.NDArray[np.bool_]:
         """Mask of the cells exploration counts: every non-wall cell connected to the
         agent's start (through doors, lava and objects alike). In MultiRoom this
         leaves out the empty space outside the rooms, which can never be seen."""
@@ -587,7 +649,7 @@ class NavigationAdapter(MiniGridAdapter):
             return "Victory" if self.reached else "Terminated"
         return None
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {
             "start_distance": self.start_d,
             "best_distance": self.best_d,
@@ -698,7 +760,7 @@ class UnlockPickupAdapter(MiniGridAdapter):
             return "Victory" if self.picked else "Terminated"
         return None
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {
             "milestones": [k for k in self.ms.weights if k in self.ms.reached],
             "partial": round(self.ms.partial, 4),

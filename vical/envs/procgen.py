@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from vical.envs.core import Adapter, Tick
+from vical.envs.core import Adapter, Frame, Tick
 from vical.envs.scoring import capped_ratio
 from vical.spec import TaskSpec
 
@@ -73,7 +74,7 @@ HEIST_WALL = 51
 CAVEFLYER_WALL = 8
 
 
-def _procgen_env_class():
+def _procgen_env_class() -> Any:
     """Import ``ProcgenGym3Env`` without gym's "unmaintained" notice on stderr.
 
     Importing ``procgen`` registers its old-gym ids, which imports ``gym``
@@ -113,7 +114,7 @@ class GameState:
     entities: list[Entity]
     width: int
     height: int
-    grid: np.ndarray  # (height, width) object ids, row 0 at the bottom
+    grid: npt.NDArray[np.int32]  # (height, width) object ids, row 0 at the bottom
     extra: bytes = field(repr=False, default=b"")
 
     @property
@@ -132,11 +133,13 @@ class Reader:
         self.pos = 0
 
     def i(self) -> int:
+        v: int
         (v,) = struct.unpack_from("<i", self.data, self.pos)
         self.pos += 4
         return v
 
     def f(self) -> float:
+        v: float
         (v,) = struct.unpack_from("<f", self.data, self.pos)
         self.pos += 4
         return v
@@ -199,7 +202,9 @@ def parse_state(data: bytes) -> GameState:
     return GameState(name, cur_time, level_seed, entities, width, height, grid, data[r.pos :])
 
 
-def grid_distances(passable: np.ndarray, goal: tuple[int, int]) -> np.ndarray:
+def grid_distances(
+    passable: npt.NDArray[np.bool_], goal: tuple[int, int]
+) -> npt.NDArray[np.float64]:
     """Breadth-first step distances (4-neighbour) from ``goal`` = (x, y) over passable cells."""
     h, w = passable.shape
     dist = np.full((h, w), np.inf)
@@ -235,7 +240,7 @@ class ProcgenAdapter(Adapter):
         super().__init__(task)
         self.render = render
         self.env: Any = None
-        self._frame: np.ndarray | None = None
+        self._frame: Frame | None = None
         self.tracking = False
         self.reward = 0.0
         self.completed = False
@@ -265,7 +270,7 @@ class ProcgenAdapter(Adapter):
         self.died = False
         self._frame = self._read_frame()
 
-    def _read_frame(self) -> np.ndarray:
+    def _read_frame(self) -> Frame:
         if not self.render:  # the search expert's fast twin: the 64x64 observation
             return np.array(self.env.observe()[1]["rgb"][0], dtype=np.uint8, copy=True)
         return np.array(self.env.get_info()[0]["rgb"], dtype=np.uint8, copy=True)
@@ -303,7 +308,7 @@ class ProcgenAdapter(Adapter):
             self.on_tick(reward, ended)
         return Tick(reward=reward, terminated=ended, info={"level_complete": complete})
 
-    def frame(self) -> np.ndarray:
+    def frame(self) -> Frame:
         assert self._frame is not None, "reset() first"
         return self._frame
 
@@ -318,10 +323,10 @@ class ProcgenAdapter(Adapter):
             self.env = None
 
     # -- snapshots for the search expert ------------------------------------
-    def snapshot(self) -> tuple:
+    def snapshot(self) -> tuple[Any, ...]:
         return (self.env.get_state(), self._frame, dict(self.__dict__))
 
-    def restore(self, snap: tuple) -> None:
+    def restore(self, snap: tuple[Any, ...]) -> None:
         states, frame, attrs = snap
         env = self.env
         self.__dict__.update({k: v for k, v in attrs.items() if k != "env"})
@@ -347,14 +352,14 @@ class ProcgenAdapter(Adapter):
             return "Victory"
         return None
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {
             "reward": round(self.reward, 6),
             "completed": self.completed,
             "died": self.died,
         }
 
-    def search_key(self) -> tuple:
+    def search_key(self) -> tuple[Any, ...]:
         """States the search treats as the same: rounded agent position, velocity, heading."""
         a = self.state().agent
         return (
@@ -514,7 +519,7 @@ class HeistAdapter(ProcgenAdapter):
     def passed(self) -> bool:
         return self.shaped() >= float(self.task.params.get("pass_reward", 2.0))
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {**super().progress(), "keys": self.keys, "doors_opened": self.opened}
 
     def heuristic(self) -> float:
@@ -540,7 +545,7 @@ class HeistAdapter(ProcgenAdapter):
         return 10.0 * self.shaped() - float(min(best, 999.0))
 
 
-def _cell_mask(shape: tuple[int, int], e: Entity) -> np.ndarray:
+def _cell_mask(shape: tuple[int, int], e: Entity) -> npt.NDArray[np.bool_]:
     m = np.zeros(shape, dtype=bool)
     m[int(e.y), int(e.x)] = True
     return m
@@ -583,10 +588,10 @@ class NinjaAdapter(ProcgenAdapter):
             self.task.params.get("pass_progress", 0.5)
         )
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {**super().progress(), "progress": round(self.fraction(), 6)}
 
-    def search_key(self) -> tuple:
+    def search_key(self) -> tuple[Any, ...]:
         # The ninja's own fields hold the jump charge and ground contact.
         return (*super().search_key(), self.state().extra)
 

@@ -10,16 +10,27 @@ of the 500-state model against an independent description of the v3 domain.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
+import numpy as np
+import numpy.typing as npt
 from gymnasium.envs.toy_text.cliffwalking import CliffWalkingEnv
 from gymnasium.envs.toy_text.taxi import TaxiEnv
 
 from vical.envs.core import Tick
 from vical.envs.gymbase import GymAdapter
 from vical.envs.scoring import Milestones, path_efficiency
+from vical.envs.states import Facts, SimState, StateKindError
 from vical.spec import TaskSpec
+
+if TYPE_CHECKING:
+    import gymnasium as gym
+    import pygame
+
+    pass
 
 # ---------------------------------------------------------------------------
 # CliffWalking
@@ -49,6 +60,20 @@ def cliff_distances() -> dict[tuple[int, int], int]:
     return dist
 
 
+@dataclass(frozen=True)
+class CliffState(SimState):
+    """CliffWalking's state: the walker's cell and the way it faces (the last move,
+    native 0-3, or None before the first: the renderer then draws it facing down)."""
+
+    row: int
+    column: int
+    facing: int | None
+
+    def facts(self) -> Facts:
+        """What the frame shows of it: the walker's row and column."""
+        return {"row": self.row, "column": self.column}
+
+
 class CliffWalkingAdapter(GymAdapter):
     """No step cost; a cliff fall ends the episode; forward progress and goal scored.
 
@@ -63,6 +88,24 @@ class CliffWalkingAdapter(GymAdapter):
 
     def pos(self) -> tuple[int, int]:
         return divmod(int(cast(CliffWalkingEnv, self.env.unwrapped).s), CLIFF_COLS)
+
+    def read_state(self) -> CliffState:
+        e = cast(CliffWalkingEnv, self.env.unwrapped)
+        row, col = self.pos()
+        return CliffState(row, col, None if e.lastaction is None else int(e.lastaction))
+
+    def set_state(self, state: SimState) -> None:
+        """Put the walker on ``state``'s cell, facing its way (scoring progress untouched)."""
+        if not isinstance(state, CliffState):
+            raise StateKindError(f"{self.task.id}: CliffWalking sets a CliffState")
+        e = cast(CliffWalkingEnv, self.env.unwrapped)
+        e.s = state.row * CLIFF_COLS + state.column
+        e.lastaction = state.facing
+        self.obs = int(e.s)
+        self._frame = None
+
+    def state_facts(self) -> Facts:
+        return self.read_state().facts()
 
     def start(self) -> None:
         self.start_d = self.dist[self.pos()]
@@ -99,7 +142,7 @@ class CliffWalkingAdapter(GymAdapter):
     def passed(self) -> bool:
         return self.reached
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {
             "start_distance": self.start_d,
             "best_distance": self.best_d,
@@ -123,7 +166,7 @@ TAXI_BUILDING_SIZE = (40, 48)
 TAXI_BUILDING_OFFSET = (24, 4)  # inside the 88x56 cell: centred, on the stand's coloured area
 
 
-def _taxi_sprite(name: str):
+def _taxi_sprite(name: str) -> pygame.Surface:
     import pygame
     from gymnasium.envs.toy_text import taxi as gym_taxi
 
@@ -131,7 +174,7 @@ def _taxi_sprite(name: str):
     return pygame.image.load(str(img))
 
 
-def taxi_destination_sprite():
+def taxi_destination_sprite() -> pygame.Surface:
     """The destination marker: Gymnasium's outline with the drop-off building in it."""
     import pygame
 
@@ -143,20 +186,51 @@ def taxi_destination_sprite():
     return surf
 
 
-def taxi_building_pixels():
+def taxi_building_pixels() -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.bool_]]:
     """(RGB array, opaque mask) of the halved building as drawn on a stand."""
-    import numpy as np
     import pygame
 
     house = pygame.transform.scale(_taxi_sprite("house"), TAXI_BUILDING_SIZE)
-    rgb = np.transpose(pygame.surfarray.array3d(house), (1, 0, 2))
+    rgb = np.transpose(pygame.surfarray.array3d(house), (1, 0, 2)).astype(np.uint8, copy=False)
     alpha = np.transpose(pygame.surfarray.array_alpha(house), (1, 0))
-    return rgb, alpha == 255
+    return rgb, np.asarray(alpha == 255, dtype=np.bool_)
 
 
-def taxi_cell_origin(env, cell: tuple[int, int]) -> tuple[int, int]:
+def taxi_cell_origin(env: gym.Env[Any, Any], cell: tuple[int, int]) -> tuple[int, int]:
     """Top-left pixel (x, y) of a grid cell in the rendered frame."""
-    return tuple(env.unwrapped.get_surf_loc(cell))
+    taxi = cast(TaxiEnv, env.unwrapped)
+    surf_loc = cast(Callable[[tuple[int, int]], tuple[int, int]], taxi.get_surf_loc)
+    x, y = surf_loc(cell)
+    return int(x), int(y)
+
+
+TAXI_STANDS = ("red", "green", "yellow", "blue")  # the passenger's and destination's 0-3
+TAXI_HEADINGS = ("down", "up", "right", "left")  # the taxi's orientation 0-3 (its move actions)
+TAXI_IN_TAXI = 4  # the passenger index while the passenger rides
+
+
+@dataclass(frozen=True)
+class TaxiState(SimState):
+    """Taxi's state: the taxi's cell, the passenger (a stand 0-3 or 4: in the taxi), the
+    destination stand and the way the taxi faces (0-3, :data:`TAXI_HEADINGS`)."""
+
+    row: int
+    column: int
+    passenger: int
+    destination: int
+    heading: int
+
+    def facts(self) -> Facts:
+        """What the frame shows of it, by name."""
+        return {
+            "taxi row": self.row,
+            "taxi column": self.column,
+            "taxi faces": TAXI_HEADINGS[self.heading],
+            "passenger": (
+                "in taxi" if self.passenger == TAXI_IN_TAXI else TAXI_STANDS[self.passenger]
+            ),
+            "destination": TAXI_STANDS[self.destination],
+        }
 
 
 class TaxiAdapter(GymAdapter):
@@ -188,8 +262,8 @@ class TaxiAdapter(GymAdapter):
 
         env = cast(TaxiEnv, super().make_env())
         # set before the first render: Gymnasium loads a sprite only while it is None
-        env.destination_img = taxi_destination_sprite()
-        # Gymnasium declares the sprite None until it loads one
+        # (and declares both sprites None until it loads one)
+        env.destination_img = taxi_destination_sprite()  # type: ignore[assignment]
         env.house_img = pygame.Surface(  # type: ignore[assignment]
             _taxi_sprite("house").get_size(), pygame.SRCALPHA
         )
@@ -213,7 +287,7 @@ class TaxiAdapter(GymAdapter):
     def _grid_dist(self, src: tuple[int, int], dst: tuple[int, int]) -> int:
         """Taxi moves between two cells, respecting walls (BFS with moves 0-3)."""
         env = self.env
-        start = env.encode(src[0], src[1], 0, 0)
+        start = self._encode(src[0], src[1], 0, 0)
         seen = {start: 0}
         q = deque([start])
         while q:
@@ -229,7 +303,35 @@ class TaxiAdapter(GymAdapter):
         raise RuntimeError("unreachable taxi cell")
 
     def _decode(self) -> tuple[int, int, int, int]:
-        return tuple(self.env.decode(int(self.env.s)))  # type: ignore[return-value]
+        r, c, p, d = (int(v) for v in self.env.decode(int(self.env.s)))
+        return r, c, p, d
+
+    def _encode(self, row: int, col: int, passenger: int, destination: int) -> int:
+        encode = cast(Callable[[int, int, int, int], int], self.env.encode)
+        return int(encode(row, col, passenger, destination))
+
+    def read_state(self) -> TaxiState:
+        e = self.env
+        # Gymnasium turns the taxi towards its last move when it draws: the heading
+        # here is the one the next frame shows, drawn yet or not
+        last = e.lastaction
+        heading = int(last) if last is not None and 0 <= last <= 3 else int(e.taxi_orientation)
+        return TaxiState(*self._decode(), heading)
+
+    def set_state(self, state: SimState) -> None:
+        """Put the taxi, passenger and destination as ``state`` says, the taxi facing its
+        way (scoring progress untouched)."""
+        if not isinstance(state, TaxiState):
+            raise StateKindError(f"{self.task.id}: Taxi sets a TaxiState")
+        e = self.env
+        e.s = self._encode(state.row, state.column, state.passenger, state.destination)
+        e.lastaction = None  # the renderer keeps taxi_orientation as set
+        e.taxi_orientation = state.heading
+        self.obs = int(e.s)
+        self._frame = None
+
+    def state_facts(self) -> Facts:
+        return self.read_state().facts()
 
     def start(self) -> None:
         r, c, p, d = self._decode()
@@ -282,7 +384,7 @@ class TaxiAdapter(GymAdapter):
     def passed(self) -> bool:
         return self.delivered
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {
             "milestones": sorted(self.ms.reached),
             "partial": round(self.ms.partial, 4),

@@ -17,29 +17,33 @@ reads back to the nearest state the renderer can draw:
   carried-object slot likewise;
 - Tetris: each cell's colour is matched to the nearest colour of the palette;
 - Breakout: the paddle, ball and bricks are found by their exact colours.
+
+The readers reach a simulator only through its adapter's public methods: the Toy
+Text games' states are set (:meth:`vical.envs.core.Adapter.set_state`) to draw
+candidates, and the renderers' tables (MiniGrid's objects and tile size, Tetris's
+palette, Breakout's geometry) come from the family modules of :mod:`vical.envs`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
-from vical.envs import make_env
+from vical.envs import Adapter, make_env
+from vical.envs.core import Frame
+from vical.envs.states import Facts
 from vical.wm.sim import task_by_id
-from vical.wm.state import (
-    breakout_facts,
-    minigrid_object,
-    taxi_facts,
-    tetris_facts,
-)
 
-Facts = dict[str, Any]
+Reader = Callable[[str, Frame, Facts], Facts | None]
+A = TypeVar("A", bound=Adapter)
 
 
-def read_back(task_id: str, frame: np.ndarray, hint: Facts) -> Facts | None:
+def read_back(task_id: str, frame: npt.ArrayLike, hint: Facts) -> Facts | None:
     """The facts ``frame`` shows for a case of task ``task_id``.
 
     ``hint`` is the context state's facts: the Toy Text search starts from it, and
@@ -49,37 +53,44 @@ def read_back(task_id: str, frame: np.ndarray, hint: Facts) -> Facts | None:
     reader = _READERS.get(env_key) or _READERS.get(task_by_id(task_id).env.family)
     if reader is None:
         raise ValueError(f"{task_id}: its family has no exact read-back")
-    frame = np.asarray(frame)
-    if frame.ndim != 3 or frame.shape[2] != 3:
+    pixels = np.asarray(frame)
+    if pixels.ndim != 3 or pixels.shape[2] != 3:
         return None
-    return reader(task_id, frame.astype(np.uint8, copy=False), hint)
+    return reader(task_id, pixels.astype(np.uint8, copy=False), hint)
 
 
-def _dist(a: np.ndarray, b: np.ndarray) -> float:
+def _dist(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> float:
     return float(np.sum((a.astype(np.int32) - b.astype(np.int32)) ** 2))
 
 
-# -- Toy Text ---------------------------------------------------------------------
 @cache
-def _renderer(task_id: str) -> Any:
+def _renderer(task_id: str) -> Adapter:
     """A private simulator of the task used only to draw candidate states."""
     env = make_env(task_id)
     env.reset()
     return env.adapter
 
 
-def _draw_taxi(task_id: str, row: int, col: int, p: int, d: int, heading: int) -> np.ndarray:
+def _renderer_as(task_id: str, kind: type[A]) -> A:
     adapter = _renderer(task_id)
-    e = adapter.env
-    e.s = e.encode(row, col, p, d)
-    e.lastaction = None  # keeps taxi_orientation as set
-    e.taxi_orientation = heading
-    adapter._frame = None
+    if not isinstance(adapter, kind):
+        raise TypeError(
+            f"{task_id}: its adapter is a {type(adapter).__name__}, not a {kind.__name__}"
+        )
+    return adapter
+
+
+# -- Toy Text ---------------------------------------------------------------------
+def _draw_taxi(task_id: str, row: int, col: int, p: int, d: int, heading: int) -> Frame:
+    from vical.envs.toytext import TaxiAdapter, TaxiState
+
+    adapter = _renderer_as(task_id, TaxiAdapter)
+    adapter.set_state(TaxiState(row, col, p, d, heading))
     return np.asarray(adapter.frame())
 
 
 def _search(
-    draw: Callable[..., np.ndarray], frame: np.ndarray, start: list[int], domains: list[range]
+    draw: Callable[..., Frame], frame: Frame, start: list[int], domains: list[range]
 ) -> list[int] | None:
     """Coordinate search: change one variable at a time while the drawing gets closer."""
     cur = list(start)
@@ -101,20 +112,20 @@ def _search(
     return cur
 
 
-def _taxi(task_id: str, frame: np.ndarray, hint: Facts) -> Facts | None:
-    from vical.wm.state import HEADINGS, TAXI_STANDS
+def _taxi(task_id: str, frame: Frame, hint: Facts) -> Facts | None:
+    from vical.envs.toytext import TAXI_HEADINGS, TAXI_STANDS, TaxiState
 
     stands = [*TAXI_STANDS, "in taxi"]
     # the taxi's cell and heading form one variable (100 drawings): searched apart, a
     # taxi drawn facing the wrong way can look closer in another cell than in its own
     start = [
         (int(hint["taxi row"]) * 5 + int(hint["taxi column"])) * 4
-        + HEADINGS.index(hint["taxi faces"]),
+        + TAXI_HEADINGS.index(hint["taxi faces"]),
         stands.index(hint["passenger"]),
         TAXI_STANDS.index(hint["destination"]),
     ]
 
-    def draw(taxi: int, p: int, d: int) -> np.ndarray:
+    def draw(taxi: int, p: int, d: int) -> Frame:
         cell, heading = divmod(taxi, 4)
         return _draw_taxi(task_id, cell // 5, cell % 5, p, d, heading)
 
@@ -122,67 +133,61 @@ def _taxi(task_id: str, frame: np.ndarray, hint: Facts) -> Facts | None:
     if found is None:
         return None
     cell, heading = divmod(found[0], 4)
-    return taxi_facts(cell // 5, cell % 5, found[1], found[2], heading)
+    return TaxiState(cell // 5, cell % 5, found[1], found[2], heading).facts()
 
 
 @cache
-def _cliff_drawings(task_id: str) -> np.ndarray:
-    adapter = _renderer(task_id)
+def _cliff_drawings(task_id: str) -> Frame:
+    from vical.envs.toytext import CLIFF_COLS, CLIFF_ROWS, CliffWalkingAdapter
+
+    adapter = _renderer_as(task_id, CliffWalkingAdapter)
+    base = adapter.read_state()  # the walker keeps the renderer's facing in every drawing
     out = []
-    for s in range(48):
-        adapter.env.s = s
-        adapter._frame = None
+    for s in range(CLIFF_ROWS * CLIFF_COLS):
+        row, col = divmod(s, CLIFF_COLS)
+        adapter.set_state(replace(base, row=row, column=col))
         out.append(np.asarray(adapter.frame()).copy())
     return np.stack(out)
 
 
-def _cliff(task_id: str, frame: np.ndarray, hint: Facts) -> Facts | None:
+def _cliff(task_id: str, frame: Frame, hint: Facts) -> Facts | None:
+    from vical.envs.toytext import CLIFF_COLS, CliffState
+
     drawings = _cliff_drawings(task_id)
     if drawings.shape[1:] != frame.shape:
         return None
     d = ((drawings.astype(np.int32) - frame.astype(np.int32)) ** 2).sum(axis=(1, 2, 3))
-    row, col = divmod(int(np.argmin(d)), 12)
-    return {"row": row, "column": col}
+    row, col = divmod(int(np.argmin(d)), CLIFF_COLS)
+    return CliffState(row, col, None).facts()
 
 
 # -- MiniGrid ---------------------------------------------------------------------
 @cache
-def _minigrid_objects() -> list[Any]:
-    """Every object a MiniGrid tile of these games may show: empty, wall, lava, goal, and
-    keys, balls, boxes and doors (in their three states) of every colour."""
-    from minigrid.core.constants import COLOR_NAMES
-    from minigrid.core.world_object import Ball, Box, Door, Goal, Key, Lava, Wall
-
-    objs: dict[str, Any] = {"empty": None, "wall": Wall(), "lava": Lava(), "goal": Goal()}
-    for color in COLOR_NAMES:
-        for obj in (Key(color), Ball(color), Box(color)):
-            objs[minigrid_object(obj)] = obj
-        for state in ("open", "closed", "locked"):
-            door = Door(color, is_open=state == "open", is_locked=state == "locked")
-            objs[minigrid_object(door)] = door
-    return [objs[k] for k in sorted(objs)]
-
-
-@cache
-def _minigrid_bank(tile: int) -> tuple[list[tuple[str, int | None]], np.ndarray]:
+def _minigrid_bank(tile: int) -> tuple[list[tuple[str, int | None]], npt.NDArray[np.int32]]:
     """Labels and drawings of every tile: unseen, then each object without and with the agent."""
     from minigrid.core.grid import Grid
 
+    from vical.envs.minigrid import drawable_objects, object_name
+
     labels: list[tuple[str, int | None]] = [("unseen", None)]
     tiles = [np.zeros((tile, tile, 3), dtype=np.uint8)]
-    for obj in _minigrid_objects():
+    for obj in drawable_objects():
         for direction in (None, 0, 1, 2, 3):
             if direction is not None and obj is not None and not obj.can_overlap():
                 continue
-            labels.append((minigrid_object(obj), direction))
+            labels.append((object_name(obj), direction))
             tiles.append(Grid.render_tile(obj, agent_dir=direction, highlight=True, tile_size=tile))
     return labels, np.stack(tiles).astype(np.int32)
 
 
-def _minigrid(task_id: str, frame: np.ndarray, hint: Facts) -> Facts | None:
+def _minigrid(task_id: str, frame: Frame, hint: Facts) -> Facts | None:
     from minigrid.core.grid import Grid
 
+    from vical.envs.minigrid import MiniGridAdapter, drawable_objects, object_name
+
     adapter = _renderer(task_id)
+    if not isinstance(adapter, MiniGridAdapter):
+        raise TypeError(f"{task_id}: its adapter is a {type(adapter).__name__}")
     width = max(int(k.split()[1].split(",")[0]) for k in hint if k.startswith("cell ")) + 1
     height = max(int(k.split()[1].split(",")[1]) for k in hint if k.startswith("cell ")) + 1
     tile = int(adapter.tile)
@@ -190,7 +195,7 @@ def _minigrid(task_id: str, frame: np.ndarray, hint: Facts) -> Facts | None:
     want = (height * tile + (tile + 8 if strip else 0), width * tile, 3)
     if frame.shape != want:
         return None
-    objs = _minigrid_objects()
+    objs = drawable_objects()
     labels, bank = _minigrid_bank(tile)  # bank: (n, tile, tile, 3)
     grid = frame[: height * tile].astype(np.int32)
     cells = grid.reshape(height, tile, width, tile, 3).transpose(0, 2, 1, 3, 4)
@@ -213,20 +218,23 @@ def _minigrid(task_id: str, frame: np.ndarray, hint: Facts) -> Facts | None:
         carried = [o for o in objs if o is None or o.can_pickup()]
         drawn = [Grid.render_tile(o, tile_size=tile).astype(np.int32) for o in carried]
         k = int(np.argmin([((slot - t) ** 2).sum() for t in drawn]))
-        facts["carrying"] = "nothing" if carried[k] is None else minigrid_object(carried[k])
+        facts["carrying"] = "nothing" if carried[k] is None else object_name(carried[k])
     facts.update(cell_facts)
     return facts
 
 
 # -- Tetris -----------------------------------------------------------------------
 @cache
-def _tetris_palette(task_id: str) -> tuple[np.ndarray, int]:
-    e = _renderer(task_id).env
-    palette = np.array([p.color_rgb for p in e.pixels], dtype=np.int32)
-    return palette, int(e.render_scaling_factor)
+def _tetris_palette(task_id: str) -> tuple[npt.NDArray[np.int32], int]:
+    from vical.envs.tetris import TetrisAdapter
+
+    adapter = _renderer_as(task_id, TetrisAdapter)
+    return adapter.palette(), adapter.cell_pixels
 
 
-def _tetris(task_id: str, frame: np.ndarray, hint: Facts) -> Facts | None:
+def _tetris(task_id: str, frame: Frame, hint: Facts) -> Facts | None:
+    from vical.envs.tetris import tetris_facts
+
     palette, scale = _tetris_palette(task_id)
     rows = len([k for k in hint if k.startswith("row ")])
     cols = len(next(v for k, v in hint.items() if k.startswith("row ")))
@@ -238,15 +246,15 @@ def _tetris(task_id: str, frame: np.ndarray, hint: Facts) -> Facts | None:
 
 
 # -- Breakout ---------------------------------------------------------------------
-def _breakout(task_id: str, frame: np.ndarray, hint: Facts) -> Facts | None:
+def _breakout(task_id: str, frame: Frame, hint: Facts) -> Facts | None:
     from vical.envs import breakout as b
 
     if frame.shape != (b.HEIGHT * b.SCALE, b.WIDTH * b.SCALE, 3):
         return None
     img = frame[:: b.SCALE, :: b.SCALE].astype(np.int32)
 
-    def near(color: tuple[int, int, int]) -> np.ndarray:
-        return np.abs(img - np.array(color)).sum(axis=2) <= 24
+    def near(color: tuple[int, int, int]) -> npt.NDArray[np.bool_]:
+        return np.asarray(np.abs(img - np.array(color)).sum(axis=2) <= 24, dtype=np.bool_)
 
     paddle_rows = near(b.PADDLE_COLOR)[b.PADDLE_TOP : b.PADDLE_TOP + b.PADDLE_H]
     cols = np.flatnonzero(paddle_rows.any(axis=0))
@@ -267,17 +275,17 @@ def _breakout(task_id: str, frame: np.ndarray, hint: Facts) -> Facts | None:
     if ball is not None and ys.max() - ys.min() + 1 < b.BALL and ys.min() == 0:
         ball = (ball[0], int(ys.max()) - b.BALL + 1)
     n = len([k for k in hint if k.startswith("brick ")])
-    game = _renderer(task_id).game
+    game = _renderer_as(task_id, b.BreakoutAdapter).game
     bricks = []
     background = np.abs(img - np.array(b.BACKGROUND)).sum(axis=2) <= 24
     for i in range(n):
         lo, hi = game.brick_span(i)
         region = background[b.BRICK_TOP : b.BRICK_BOTTOM, lo + (i > 0) : hi]
         bricks.append(bool(region.mean() < 0.5))
-    return breakout_facts(paddle_x, ball, bricks)
+    return b.breakout_facts(paddle_x, ball, bricks)
 
 
-_READERS: dict[str, Callable[[str, np.ndarray, Facts], Facts | None]] = {
+_READERS: dict[str, Reader] = {
     "taxi": _taxi,
     "cliffwalking": _cliff,
     "minigrid": _minigrid,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from vical.envs.ale import FirstEventAdapter
 from vical.envs.core import Tick
 from vical.spec import EnvSpec
@@ -36,7 +38,7 @@ class Adapter(FirstEventAdapter):
     def won(self) -> bool:
         return self.passed()
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {"reward": self.total, "target_reached_at": self.event_at}
 
 

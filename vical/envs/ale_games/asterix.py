@@ -8,6 +8,8 @@ pass is lost with the life (Table 28 reports no early success for Asterix among 
 
 from __future__ import annotations
 
+from typing import Any
+
 from vical.envs.ale import ALEAdapter
 from vical.envs.scoring import capped_ratio
 from vical.spec import EnvSpec
@@ -32,7 +34,7 @@ class Adapter(ALEAdapter):
     def score(self) -> float:
         return capped_ratio(self.net(), self.task.target("reward"))
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {"reward": self.total, "died": self.died}
 
 

@@ -11,6 +11,8 @@ both a hit and the life kept to the end of the episode.
 
 from __future__ import annotations
 
+from typing import Any
+
 from vical.envs.ale import FirstEventAdapter
 from vical.envs.core import Tick
 from vical.envs.scoring import clamp
@@ -72,7 +74,7 @@ class Adapter(FirstEventAdapter):
     def passed(self) -> bool:
         return self.event_at is not None and not self.died
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {
             "reward": self.total,
             "first_hit": self.event_at,

@@ -10,6 +10,8 @@ exit: the episode ends at once as a Victory.
 
 from __future__ import annotations
 
+from typing import Any
+
 from vical.envs.ale import ALEAdapter
 from vical.envs.core import Tick
 from vical.spec import EnvSpec
@@ -79,7 +81,7 @@ class Adapter(ALEAdapter):
             return "Victory"
         return super().ending(native_terminated)
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {"reward": self.total, "died": self.died, "exited": self.exited}
 
 

@@ -13,7 +13,7 @@ chicken has covered half the distance from its start height to the far curb.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vical.envs.ale import ALEAdapter
 from vical.envs.core import Tick
@@ -69,7 +69,7 @@ class Adapter(ALEAdapter):
             return "Victory" if self.passed() else "Terminated"
         return None
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {
             "start_height": self.y0,
             "best_height": self.best,

@@ -10,6 +10,8 @@ label Victory, and that is also the pass rule.
 
 from __future__ import annotations
 
+from typing import Any
+
 from vical.envs.ale import ALEAdapter, weighted_policy
 from vical.envs.core import Tick
 from vical.envs.scoring import EventCounter, clamp
@@ -42,7 +44,7 @@ class Adapter(ALEAdapter):
     def won(self) -> bool:
         return self.passed()
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {"floes": self.floes.count, "died": self.died}
 
 

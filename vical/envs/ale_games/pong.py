@@ -15,7 +15,7 @@ horizon.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vical.envs.ale import ALEAdapter
 from vical.envs.core import Tick
@@ -70,7 +70,7 @@ class Adapter(ALEAdapter):
             return "Victory" if self.passed() else "Terminated"
         return None
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {
             "returns": self.returns.count,
             "points_won": self.points_won,

@@ -19,6 +19,8 @@ crash fails the task.
 
 from __future__ import annotations
 
+from typing import Any
+
 from vical.envs.ale import ALEAdapter
 from vical.spec import EnvSpec
 
@@ -46,7 +48,7 @@ class Adapter(ALEAdapter):
                 raise ValueError(f"{self.task.id}: fuel must be in 1..255, got {fuel}")
             self.ale.setRAM(FUEL, fuel)
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         ram = self.ram()
         return {
             "reward": self.total,

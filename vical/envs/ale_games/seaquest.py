@@ -21,9 +21,10 @@ score but the loss fails the task.
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 from vical.envs.ale import ALEAdapter
+from vical.envs.core import Tick
 from vical.spec import EnvSpec
 
 GENERATOR_SEED = 2026
@@ -44,7 +45,7 @@ class Adapter(ALEAdapter):
         self.rescued = 0
         self.surfacings = 0
 
-    def on_tick(self, tick) -> None:
+    def on_tick(self, tick: Tick) -> None:
         super().on_tick(tick)
         now = int(self.ram()[DIVERS])
         if now > self.divers:
@@ -65,7 +66,7 @@ class Adapter(ALEAdapter):
     def depth(self) -> int:
         return max(0, int(self.ram()[PLAYER_Y]) - SURFACE_Y)
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {
             "points": self.total,
             "divers_rescued": self.rescued,

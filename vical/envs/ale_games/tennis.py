@@ -19,6 +19,8 @@ event count against the calibrated ``returns`` target.
 
 from __future__ import annotations
 
+from typing import Any
+
 from vical.envs.ale import JOYSTICK, ALEAdapter
 from vical.envs.core import Tick
 from vical.envs.scoring import EventCounter
@@ -50,7 +52,7 @@ class Adapter(ALEAdapter):
         for _ in range(SERVE_FRAMES):
             self.env.step(fire)
 
-    def act(self, native) -> Tick:
+    def act(self, native: Any) -> Tick:
         tick = super().act(native)
         if tick.reward > 0:
             self.points_won += 1
@@ -97,7 +99,7 @@ class Adapter(ALEAdapter):
         # the first point the opponent wins ends the episode as well
         return super().ending(native_terminated or self.points_lost > 0)
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         return {"returns": self.returns, "point_won": self.won()}
 
 

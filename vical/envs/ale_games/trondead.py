@@ -13,6 +13,8 @@ early deaths, so knock-outs before a hit count for the score but the hit fails t
 
 from __future__ import annotations
 
+from typing import Any
+
 from vical.envs.ale import JOYSTICK, ALEAdapter
 from vical.spec import EnvSpec
 
@@ -34,7 +36,7 @@ class Adapter(ALEAdapter):
             raise ValueError(f"{self.task.id}: level must be one of {LEVELS}, got {level}")
         self.ale.setRAM(LEVEL, level)
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         level = int(self.task.params.get("level", 0))
         return {"reward": self.total, "level": level, "died": self.died}
 
