@@ -31,9 +31,8 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 native, env_key, n = sys.argv[1] == "native", sys.argv[2], int(sys.argv[3])
 from vical.envs import portable
 if native:
-    # mark every module as done so that the adapters' install() leaves them alone
-    for name in MODULES:
-        portable._installed[name] = []
+    # the simulators' own float math: the adapters' rewrite of it is turned into nothing
+    portable.install = lambda module_names: None
 from vical.envs import make_env
 from vical.spec import select_tasks
 task = next(t for t in select_tasks(env_key) if t.variant.kind == "base")
