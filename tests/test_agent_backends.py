@@ -16,7 +16,7 @@ import time
 import urllib.request
 
 import pytest
-from test_agent_support import CLI_KWARGS, data_url_bytes, demo_clips, play
+from agent_support import CLI_KWARGS, data_url_bytes, demo_clips, play
 
 from vical.agent import get_agent
 from vical.agent.base import agent_names

@@ -20,7 +20,7 @@ import io
 from typing import Any
 
 import pytest
-from test_agent_support import CLI_KWARGS, demo_clips, play
+from agent_support import CLI_KWARGS, demo_clips, play
 
 from vical.agent import get_agent
 from vical.agent.backends.gemini import GeminiAgent, wire_content

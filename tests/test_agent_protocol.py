@@ -12,7 +12,7 @@ import json
 import time
 
 import pytest
-from test_agent_support import CLI_KWARGS, chat_user_texts, data_url_bytes, demo_clips, play
+from agent_support import CLI_KWARGS, chat_user_texts, data_url_bytes, demo_clips, play
 
 from vical.agent import get_agent
 from vical.agent.parse import (

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_agent_support import CLI_KWARGS, play
+from agent_support import CLI_KWARGS, play
 
 from vical.agent import get_agent
 from vical.agent.protocol import PreflightError

@@ -50,7 +50,7 @@ ELSEWHERE = {
     "play": "tests/test_play.py::test_play_command_stops_on_sigterm_mid_episode",
     "view": "tests/test_view.py::test_view_stops_on_sigterm_after_replaying_frames",
     "serve-baseline": (
-        "tests/test_agent_server.py::"
+        "tests/test_serve.py::"
         "test_serve_baseline_names_its_models_refuses_others_and_stops_on_sigterm"
     ),
     "wm eval": "tests/test_cli_wm.py::test_wm_eval_stops_on_a_signal_and_says_what_is_left",

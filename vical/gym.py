@@ -38,11 +38,12 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import numpy.typing as npt
 from gymnasium import spaces
 from gymnasium.wrappers import HumanRendering
 
 from vical.envs import make_env
-from vical.envs.core import frame_sha256
+from vical.envs.core import VicalEnv, frame_sha256
 from vical.spec import TaskSpec, all_tasks, get_task
 
 VERSION = 0
@@ -85,7 +86,9 @@ class VicalGymEnv(gym.Env):
         self.metadata = {**type(self).metadata, "render_fps": _decision_fps(self.env)}
         self._last_score = 0.0
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[npt.NDArray[np.uint8], dict[str, Any]]:
         super().reset(seed=seed)
         frame = self.env.reset()
         self._last_score = self.env.score()
@@ -96,7 +99,7 @@ class VicalGymEnv(gym.Env):
         }
         return frame.copy(), info
 
-    def step(self, action: int):
+    def step(self, action: int) -> tuple[npt.NDArray[np.uint8], float, bool, bool, dict[str, Any]]:
         s = self.env.step(self.action_names[int(action)])
         reward = s.score - self._last_score
         self._last_score = s.score
@@ -109,19 +112,19 @@ class VicalGymEnv(gym.Env):
         }
         return s.frame.copy(), reward, s.terminated, s.truncated, info
 
-    def render(self) -> np.ndarray | None:
+    def render(self) -> npt.NDArray[np.uint8] | None:
         if self.render_mode == "rgb_array":
             return self.env.frame.copy()
         return None
 
-    def close(self):
+    def close(self) -> None:
         self.env.close()
 
 
-def _decision_fps(env: Any) -> float:
+def _decision_fps(env: VicalEnv) -> float:
     """The simulator's declared frame rate over the frames a decision spans (at least 1)."""
     native = getattr(getattr(env.adapter, "env", None), "metadata", None) or {}
-    fps = native.get("render_fps") or DEFAULT_FPS
+    fps: float = native.get("render_fps") or DEFAULT_FPS
     return max(1, round(fps / max(1, env.frame_skip)))
 
 

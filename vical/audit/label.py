@@ -115,7 +115,7 @@ class LabelServer(BackgroundServer):
         self.labels_path = Path(labels_path)
         self.sample = load_sample(self.sample_path)
         self.cases = {c["case"]: c for c in self.sample["cases"]}
-        self.order = [c["case"] for c in self.sample["cases"]]
+        self.order: list[str] = [c["case"] for c in self.sample["cases"]]
         load_labels(self.labels_path, self.sample_path)  # refuse a foreign labels file now
         self.lock = threading.Lock()
         self._evidence: dict[str, Evidence] = {}

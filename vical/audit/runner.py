@@ -349,7 +349,9 @@ def audit_run(
     summary = AuditSummary(run_dir=run_dir, episodes=len(results))
     streak = 0
 
-    def on_result(job: _AuditJob, record: dict[str, Any] | None, error: BaseException | None):
+    def on_result(
+        job: _AuditJob, record: dict[str, Any] | None, error: BaseException | None
+    ) -> bool:
         nonlocal streak
         if error is not None:
             raise error

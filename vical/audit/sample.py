@@ -108,7 +108,8 @@ def load_sample(path: Path) -> dict[str, Any]:
 
 def case_folder(sample: dict[str, Any], case: dict[str, Any]) -> Path:
     """The episode folder of one case."""
-    return Path(sample["runs"][case["run"]]) / "episodes" / case["episode"]
+    episode: str = case["episode"]
+    return Path(sample["runs"][case["run"]]) / "episodes" / episode
 
 
 def case_run(sample: dict[str, Any], case: dict[str, Any]) -> Path:

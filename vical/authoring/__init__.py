@@ -21,10 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from vical.envs import env_module, game_module
 from vical.spec import EnvSpec
+
+if TYPE_CHECKING:
+    from vical.authoring.plan import ClipPlan, Pool
+
+# a recipe: the clip plans, and either pools or fixed clip id lists, one per task
+Recipe = Callable[[EnvSpec], "tuple[list[ClipPlan], list[Pool] | list[list[str]]]"]
 
 # the package of per-environment authoring modules (see its docstring for their API)
 RECIPES_PACKAGE = "vical.authoring.recipes"
@@ -35,21 +41,25 @@ def author_module(spec: EnvSpec) -> ModuleType | None:
     return env_module([RECIPES_PACKAGE], spec)
 
 
-def recipe_for(spec: EnvSpec) -> Callable[[EnvSpec], tuple[list, list]] | None:
+def recipe_for(spec: EnvSpec) -> Recipe | None:
     """The environment's demo recipe ``recipe(spec) -> (plans, pools or id lists)``: its
     authoring module's ``recipe`` function, else its ``RECIPE`` (a family's recipe data,
     called the same way); None where it has neither (the generic plan applies)."""
     mod = author_module(spec)
     if mod is None:
         return None
-    return getattr(mod, "recipe", None) or getattr(mod, "RECIPE", None)
+    # looked up by name on the module: typed by the recipe API the package documents
+    fn: Recipe | None = getattr(mod, "recipe", None) or getattr(mod, "RECIPE", None)
+    return fn
 
 
 def init_generator(spec: EnvSpec) -> Callable[[EnvSpec], dict[str, list[str]]] | None:
     """The environment's ``generate_init_actions``: its authoring module's, else its game
     module's (where the ALE games keep theirs), else None."""
     for mod in (author_module(spec), game_module(spec)):
-        fn: Any = getattr(mod, "generate_init_actions", None)
+        fn: Callable[[EnvSpec], dict[str, list[str]]] | None = getattr(
+            mod, "generate_init_actions", None
+        )
         if fn is not None:
             return fn
     return None

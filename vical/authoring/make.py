@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vical.authoring import recipe_for
 from vical.authoring.plan import (
@@ -34,6 +35,9 @@ from vical.authoring.plan import (
 from vical.demos.experts import bfs_expert, failure_search, search_expert
 from vical.demos.render import clip_task, replay_clip, task_start_sha256
 from vical.spec import TASKS_DIR, DemoClip, EnvSpec, TaskSpec, load_env_file
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
 
 BFS = (
     "scripted expert: breadth-first search over decisions on the simulator (states keyed by "
@@ -139,8 +143,12 @@ def make_demos(
     recipe = recipe_for(spec)
     plans, grouping = recipe(spec) if recipe is not None else (generic_plans(spec), None)
     # a recipe gives pools, or fixed clip id lists per task
-    pools = grouping if grouping and isinstance(grouping[0], Pool) else None
-    assignment = None if pools is not None else grouping
+    pools: list[Pool] | None = None
+    assignment: list[list[str]] | None = None
+    if grouping is not None and _is_pools(grouping):
+        pools = grouping
+    else:
+        assignment = grouping
     clips = {}
     for plan in plans:
         clip = run_plan(spec, plan)
@@ -164,6 +172,12 @@ def make_demos(
     for v in spec.tasks:
         check_package(TaskSpec(env=spec, variant=v), out[v.variant])
     return out
+
+
+def _is_pools(grouping: list[Pool] | list[list[str]]) -> TypeIs[list[Pool]]:
+    """Whether a recipe's grouping is pools (else clip id lists; an empty one is taken
+    for id lists)."""
+    return bool(grouping) and isinstance(grouping[0], Pool)
 
 
 def _fits(task: TaskSpec, clip: DemoClip) -> bool:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from vical.authoring.sim import DecisionSim, human_init_variants, paper_sourced, task_without_init
-from vical.envs.core import VicalEnv, frame_sha256
+from vical.envs.core import Snapshot, VicalEnv, frame_sha256
 from vical.spec import EnvSpec, TaskSpec, TaskVariant
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def prefix_streams(
     needs; each variant stores the first ``lengths[variant]`` decisions, so
     longer prefixes reach later stages of the game (progress bands).
     """
-    groups: dict[tuple, list[TaskVariant]] = {}
+    groups: dict[tuple[int, int, tuple[tuple[str, Any], ...]], list[TaskVariant]] = {}
     for v in human_init_variants(env_spec):
         key = (v.seed, v.initial_skip, tuple(sorted(v.env_kwargs.items())))
         groups.setdefault(key, []).append(v)
@@ -214,7 +214,8 @@ def beam_search(
     beam: list[tuple[float, list[str], Any]] = [(0.0, [], sim.clone())]
     best: tuple[float, list[str]] = (value(0.0, 0), [])
     for step in range(depth):
-        nxt: dict[bytes, tuple] = {}
+        # RAM -> (value, tie-break, total, actions, state)
+        nxt: dict[bytes, tuple[float, float, float, list[str], Snapshot]] = {}
         for total, seq, state in beam:
             for name in names:
                 sim.restore(state)
@@ -553,10 +554,11 @@ def scored_beam(
             ending = "Time Out"
         return ending, env.score(), env.passed()
 
-    def snap():
+    # (the adapter's own state, opaque to the Adapter API, and the decision count)
+    def snap() -> tuple[Any, int]:
         return env.adapter.snapshot(), env.steps
 
-    def back(s) -> None:
+    def back(s: tuple[Any, int]) -> None:
         env.adapter.restore(s[0])
         env.steps = s[1]
 
@@ -565,7 +567,7 @@ def scored_beam(
     try:
         for _ in range(horizon):
             children = []
-            seen: set = set()
+            seen: set[tuple[Any, float]] = set()
             for s, acts in beam:
                 for name in env.action_names:
                     back(s)

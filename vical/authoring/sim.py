@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from vical.envs.core import Outcome, Snapshot, VicalEnv, frame_sha256
 from vical.spec import EnvSpec, TaskSpec, TaskVariant
@@ -111,7 +112,7 @@ class DecisionSim:
     def restore(self, state: Snapshot) -> None:
         self.env.restore(state)
 
-    def ram(self) -> np.ndarray:
+    def ram(self) -> npt.NDArray[np.uint8]:
         return cast("ALEAdapter", self.adapter).ram()
 
     @property

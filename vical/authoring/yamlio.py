@@ -11,6 +11,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -19,7 +20,7 @@ from vical.spec import TASKS_DIR, DemoClip, load_env_file
 _ITEM = re.compile(r"^  - ")
 
 
-def _clip_yaml(clip: DemoClip) -> dict:
+def _clip_yaml(clip: DemoClip) -> dict[str, Any]:
     d = clip.model_dump(mode="json", exclude_defaults=True)
     return {
         k: d[k]
@@ -28,16 +29,17 @@ def _clip_yaml(clip: DemoClip) -> dict:
     }
 
 
-def _flow(v) -> str:
+def _flow(v: object) -> str:
     """One value as a single-line YAML scalar or flow collection."""
-    text = yaml.safe_dump(v, default_flow_style=True, width=1_000_000, allow_unicode=True)
+    # PyYAML is untyped here; without a stream, safe_dump returns the text
+    text: str = yaml.safe_dump(v, default_flow_style=True, width=1_000_000, allow_unicode=True)
     text = text.strip()
     if text.endswith("..."):
         text = text[:-3].strip()
     return text
 
 
-def _dump(d: dict, indent: int) -> list[str]:
+def _dump(d: dict[str, Any], indent: int) -> list[str]:
     """A mapping in block style, one ``key: value`` line per key (lists in flow style)."""
     return [" " * indent + f"{k}: {_flow(v)}" for k, v in d.items()]
 

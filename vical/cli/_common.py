@@ -23,6 +23,9 @@ from typer.core import TyperGroup
 from vical.errors import VicalError
 
 if TYPE_CHECKING:
+    # typer vendors click and declares TyperGroup.invoke on its own copy's Context
+    from typer import _click
+
     from vical.spec import EnvSpec, TaskSpec
     from vical.submit.verify import Verdict
 
@@ -50,6 +53,22 @@ REASONING_EFFORT = typer.Option(
     None, "--reasoning-effort", help="Reasoning effort where the provider has it."
 )
 EXTRA_BODY = typer.Option(None, "--extra-body", help="JSON object merged into each request body.")
+
+
+# The backend and where its model is: declared once, with the help a command gives them.
+def agent_option(default: str | None, help: str) -> Any:
+    """``--agent`` (or ``--backend``, ``-a``): the agent backend a command builds."""
+    return typer.Option(default, "--agent", "--backend", "-a", help=help)
+
+
+def endpoint_option(help: str = "API base URL of the model server.") -> Any:
+    """``--endpoint``: the API base URL of the backend's model (default: the provider's)."""
+    return typer.Option(None, "--endpoint", help=help)
+
+
+def model_option(help: str = "Model name at the endpoint.") -> Any:
+    """``--model``: the model name at the endpoint."""
+    return typer.Option(None, "--model", help=help)
 
 
 class Stop:
@@ -188,7 +207,7 @@ class _RootGroup(TyperGroup):
     folder renamed into place), so none is half-written after either.
     """
 
-    def invoke(self, ctx):
+    def invoke(self, ctx: _click.Context) -> Any:
         with stop_signals() as stop:
             try:
                 return super().invoke(ctx)

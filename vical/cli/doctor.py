@@ -11,10 +11,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from vical.cli._common import console, interrupted, say
+
+if TYPE_CHECKING:
+    from vical.run.doctor import EpisodeCheck
 
 
 def doctor_cmd(
@@ -71,7 +75,7 @@ def doctor_cmd(
         return
     show = not as_json and sys.stdout.isatty()
 
-    def progress(name: str, checks: list) -> None:
+    def progress(name: str, checks: list[EpisodeCheck]) -> None:
         if show:
             bad = sum(c.divergence is not None for c in checks)
             say(f"  {name:<16}{'DIVERGED' if bad else 'ok'}")

@@ -35,10 +35,16 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from string import Template
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vical.run.results import file_sha256
 from vical.spec import TaskSpec, get_task, select_tasks
+
+if TYPE_CHECKING:
+    # datasets ships no type information: these are Any to mypy, named for the reader
+    import numpy as np
+    import numpy.typing as npt
+    from datasets import Dataset, DatasetInfo, Features
 
 # the card template ships inside the package so that an installed vical can build the card
 CARD_TEMPLATE = Path(__file__).with_name("card_template.md")
@@ -47,7 +53,7 @@ DATA_FILE = f"data/{SPLIT}-00000-of-00001.parquet"
 MANIFEST = "manifest.json"
 
 
-def _features():
+def _features() -> Features:
     from datasets import Features, Image, List, Value, Video
 
     s = Value("string")
@@ -89,7 +95,7 @@ def _features():
     )
 
 
-def _png(frame) -> bytes:
+def _png(frame: npt.NDArray[np.uint8]) -> bytes:
     from PIL import Image
 
     buf = io.BytesIO()
@@ -216,7 +222,9 @@ def verify_dataset(root: Path | str) -> list[str]:
     return problems
 
 
-def write_parquet(rows: list[dict[str, Any]], path: Path, features: Any = None):
+def write_parquet(
+    rows: list[dict[str, Any]], path: Path, features: Features | None = None
+) -> DatasetInfo:
     """Write the rows as the split's parquet file; return its ``datasets.DatasetInfo``.
 
     ``features``: the configuration's features (default: the task rows').
@@ -237,7 +245,10 @@ def write_parquet(rows: list[dict[str, Any]], path: Path, features: Any = None):
         raise RuntimeError(f"parquet features differ from the declared ones: {ds.features}")
     ds.to_parquet(str(path))
     # the sizes are those of the file read back, as datasets measures them when it loads it
-    back = datasets.table.table_cast(pq.read_table(path), features.arrow_schema)
+    # pyarrow's inline types leave read_table unannotated (unused-ignore: the package's
+    # non-strict mypy config does not report the call)
+    table_back = pq.read_table(path)  # type: ignore[no-untyped-call, unused-ignore]
+    back = datasets.table.table_cast(table_back, features.arrow_schema)
     split = datasets.SplitInfo(name=SPLIT, num_bytes=back.nbytes, num_examples=back.num_rows)
     return datasets.DatasetInfo(
         features=features,
@@ -250,9 +261,9 @@ def write_parquet(rows: list[dict[str, Any]], path: Path, features: Any = None):
 def render_card(
     stats: dict[str, Any],
     n_tasks: int,
-    info=None,
+    info: DatasetInfo | None = None,
     template: Path = CARD_TEMPLATE,
-    wm_info=None,
+    wm_info: DatasetInfo | None = None,
 ) -> str:
     """The dataset card: ``vical/dataset/card_template.md`` filled with the statistics.
 
@@ -413,7 +424,7 @@ def build_dataset(
     return out
 
 
-def _write_wm(cases_dir: Path, root: Path):
+def _write_wm(cases_dir: Path, root: Path) -> DatasetInfo:
     """The world-model configuration's parquet file from a case folder; its DatasetInfo."""
     from vical.wm.cases import load_cases
     from vical.wm.hf import WM_DATA_FILE, case_row, wm_features
@@ -423,7 +434,9 @@ def _write_wm(cases_dir: Path, root: Path):
     return write_parquet(rows, root / WM_DATA_FILE, wm_features())
 
 
-def load_dataset_folder(root: Path | str, offline: bool = True, config: str | None = None):
+def load_dataset_folder(
+    root: Path | str, offline: bool = True, config: str | None = None
+) -> Dataset:
     """``datasets.load_dataset`` on a built folder (offline by default); its test split.
 
     ``config``: ``"wm"`` for the world-model cases (default: the tasks)."""

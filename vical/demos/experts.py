@@ -29,6 +29,9 @@ from vical.envs.core import Snapshot, Step, VicalEnv
 from vical.spec import TaskSpec
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from vical.envs.gymbase import GymAdapter
 
 
@@ -63,7 +66,7 @@ class Sim:
         return "replay" if self.env.snapshot_exact is False else "snapshot"
 
     # -- plain use ---------------------------------------------------------
-    def reset(self):
+    def reset(self) -> npt.NDArray[np.uint8]:
         self.history = []
         return self.env.reset()
 
@@ -111,7 +114,7 @@ def bfs_expert(task: TaskSpec, max_nodes: int = 200_000) -> ExpertResult | None:
         sim.reset()
         root = sim.save()
         seen = {_hash(sim)}
-        queue: deque = deque([root])
+        queue: deque[tuple[Snapshot, list[str]]] = deque([root])
         nodes = 0
         while queue and nodes < max_nodes:
             snap = queue.popleft()
@@ -136,7 +139,7 @@ def _hash(sim: Sim) -> str:
     return frame_sha256(sim.env.frame)
 
 
-def _value(s: Step) -> tuple:
+def _value(s: Step) -> tuple[bool, bool, float]:
     """Order of preference: passed, not lost, higher score (then, by the caller, longer alive)."""
     lost = s.done and not s.passed and s.outcome == "Terminated"
     return (s.passed, not lost, s.score)
@@ -165,12 +168,12 @@ def search_expert(
         last: Step | None = None
         while not sim.done:
             root = sim.save()
-            best: tuple | None = None
+            best: tuple[bool, bool, float, int] | None = None
             best_a = names[0]
             for a in names:
                 sim.restore(root)
                 s = sim.step(a)
-                val: tuple | None = (*_value(s), len(sim.history))
+                val: tuple[bool, bool, float, int] | None = (*_value(s), len(sim.history))
                 if not s.done:
                     # the action is worth its best continuation, not its first step
                     after = sim.save()

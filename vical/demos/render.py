@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 from PIL import Image, ImageDraw, ImageFont
 
 from vical.spec import DemoClip, TaskSpec
@@ -64,7 +65,7 @@ class ClipReplayError(RuntimeError):
 class ClipReplay:
     """The raw frames of a replayed clip: the start frame plus one per action."""
 
-    frames: list[np.ndarray]
+    frames: list[npt.NDArray[np.uint8]]
     actions: list[str]
     outcome: str
     score: float
@@ -106,7 +107,7 @@ def _fit_font(draw: ImageDraw.ImageDraw, text: str, width: int) -> ImageFont.Fre
     return _font(_MIN_FONT)
 
 
-def caption_frame(frame: np.ndarray, text: str) -> np.ndarray:
+def caption_frame(frame: npt.NDArray[np.uint8], text: str) -> npt.NDArray[np.uint8]:
     """The frame, unmodified, above a 40-pixel black strip with the centred caption.
 
     The caption is white with a one-pixel black outline, sized to fit the width.
@@ -133,7 +134,7 @@ def caption_frame(frame: np.ndarray, text: str) -> np.ndarray:
     return out
 
 
-def caption_frames(replay: ClipReplay) -> list[np.ndarray]:
+def caption_frames(replay: ClipReplay) -> list[npt.NDArray[np.uint8]]:
     """Captioned frames: Start State, Step t: Action: <name>, then the outcome copy."""
     out = [caption_frame(replay.frames[0], START_CAPTION)]
     for t, (frame, action) in enumerate(zip(replay.frames[1:], replay.actions, strict=True), 1):
@@ -142,7 +143,7 @@ def caption_frames(replay: ClipReplay) -> list[np.ndarray]:
     return out
 
 
-def pad_even(frame: np.ndarray) -> np.ndarray:
+def pad_even(frame: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
     """Pad with black on the bottom/right to even height and width (yuv420p needs it)."""
     h, w, _ = frame.shape
     ph, pw = h % 2, w % 2
@@ -151,7 +152,7 @@ def pad_even(frame: np.ndarray) -> np.ndarray:
     return np.pad(frame, ((0, ph), (0, pw), (0, 0)))
 
 
-def encode_jpeg(frame: np.ndarray) -> bytes:
+def encode_jpeg(frame: npt.NDArray[np.uint8]) -> bytes:
     buf = io.BytesIO()
     Image.fromarray(frame, "RGB").save(
         buf, format="JPEG", quality=JPEG_QUALITY, optimize=False, progressive=False, subsampling=0
@@ -159,7 +160,7 @@ def encode_jpeg(frame: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def encode_mp4(frames: list[np.ndarray], fps: int = FPS) -> bytes:
+def encode_mp4(frames: list[npt.NDArray[np.uint8]], fps: int = FPS) -> bytes:
     """H.264 yuv420p MP4 at ``fps``, exact size (no macro-block resize), byte-deterministic.
 
     Encodes through ``imageio_ffmpeg.write_frames`` directly: the installed
@@ -203,7 +204,7 @@ def encode_mp4(frames: list[np.ndarray], fps: int = FPS) -> bytes:
         Path(tmp).unlink(missing_ok=True)
 
 
-def decode_mp4(data: bytes) -> tuple[list[np.ndarray], float]:
+def decode_mp4(data: bytes) -> tuple[list[npt.NDArray[np.uint8]], float]:
     """Decode MP4 bytes back to RGB frames and their frame rate (for tests and checks)."""
     import imageio_ffmpeg
 

@@ -18,12 +18,15 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from statistics import fmean
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vical.outcomes import ENVIRONMENT_FAILURES, FAILURE_MODES, FailureMode, episode_name
 from vical.run.results import EvalResult
+
+if TYPE_CHECKING:
+    from vical.spec import TaskSpec
 
 Runs = Mapping[str, list[EvalResult]]
 
@@ -53,7 +56,7 @@ def env_means(results: Iterable[EvalResult]) -> dict[str, float]:
     return {e: fmean(v) for e, v in sorted(per_env.items())}
 
 
-def env_tags(results: Iterable[EvalResult]) -> dict[str, dict]:
+def env_tags(results: Iterable[EvalResult]) -> dict[str, dict[str, Any]]:
     return {r.env: r.tags for r in results}
 
 
@@ -200,10 +203,12 @@ def episode_lengths(runs: Runs) -> dict[str, Any]:
 # ---------------------------------------------------------------------------
 # action distributions and the bias audit (Appendix 4.2.1, Figure 8, Table 19)
 # ---------------------------------------------------------------------------
-def action_counts(runs: Runs, envs: Iterable[str] | None = None) -> dict[str, dict[str, Counter]]:
+def action_counts(
+    runs: Runs, envs: Iterable[str] | None = None
+) -> dict[str, dict[str, Counter[str]]]:
     """Executed-action counts per run and environment: {env: {run: Counter}}."""
     keep = set(envs) if envs is not None else None
-    out: dict[str, dict[str, Counter]] = defaultdict(dict)
+    out: dict[str, dict[str, Counter[str]]] = defaultdict(dict)
     for name, rs in runs.items():
         for r in rs:
             if keep is not None and r.env not in keep:
@@ -212,7 +217,7 @@ def action_counts(runs: Runs, envs: Iterable[str] | None = None) -> dict[str, di
     return {e: v for e, v in sorted(out.items()) if any(sum(c.values()) for c in v.values())}
 
 
-def _normalize(c: Counter) -> dict[str, float]:
+def _normalize(c: Counter[str]) -> dict[str, float]:
     total = sum(c.values())
     return {a: n / total for a, n in c.items()} if total else {}
 
@@ -401,7 +406,9 @@ def log_audit(run_dir: Path) -> dict[str, Any]:
 
 
 def limitations(
-    runs: Runs, columns: Mapping[str, Mapping[str, float | None]], audits: Mapping[str, dict]
+    runs: Runs,
+    columns: Mapping[str, Mapping[str, float | None]],
+    audits: Mapping[str, dict[str, Any]],
 ) -> list[dict[str, Any]]:
     """Table 22 per run: category gaps, overflow, fixation, conflicting responses.
 
@@ -413,8 +420,9 @@ def limitations(
     for name, rs in runs.items():
         c = columns.get(name, {})
 
-        def gap(a: str, b: str, c=c) -> float | None:
-            return None if c.get(a) is None or c.get(b) is None else c[b] - c[a]
+        def gap(a: str, b: str, c: Mapping[str, float | None] = c) -> float | None:
+            lo, hi = c.get(a), c.get(b)
+            return None if lo is None or hi is None else hi - lo
 
         audit = audits.get(name, {})
         rows.append(
@@ -574,7 +582,7 @@ def attribute_associations(runs: Runs) -> dict[str, Any]:
 # ---------------------------------------------------------------------------
 # demonstration context (Appendix 1.2, Figure 6) and same-start trajectories (Figure 9)
 # ---------------------------------------------------------------------------
-def demo_context(tasks: list | None = None) -> dict[str, Any]:
+def demo_context(tasks: list[TaskSpec] | None = None) -> dict[str, Any]:
     """Figure 6 data: sampled demo frames per task (start + one per action + terminal, per clip).
 
     Read from the task specs (the demo clips are data). Tasks without demo
@@ -607,7 +615,7 @@ def pick_strip_task(runs: Runs) -> str | None:
     if not common:
         return None
 
-    def spread(task: str) -> tuple:
+    def spread(task: str) -> tuple[int, int, int]:
         eps = [r for rs in runs.values() for r in rs if r.task_id == task]
         return (len({r.passed for r in eps}), len({tuple(r.actions) for r in eps}), -len(task))
 

@@ -224,8 +224,8 @@ def make_figures(doc: dict[str, Any]) -> dict[str, tuple[str, bytes]]:
     return figs
 
 
-def document_json(doc: dict[str, Any], figures: dict[str, tuple[str, bytes]]) -> dict:
-    return _clean(
+def document_json(doc: dict[str, Any], figures: dict[str, tuple[str, bytes]]) -> dict[str, Any]:
+    out: dict[str, Any] = _clean(
         {
             "runs": [r.model_dump() for r in doc["runs"]],
             "random": doc["random"].model_dump() if doc["random"] else None,
@@ -238,6 +238,7 @@ def document_json(doc: dict[str, Any], figures: dict[str, tuple[str, bytes]]) ->
             **({"table5": doc["table5"]} if doc.get("table5") else {}),
         }
     )
+    return out
 
 
 def render_document_markdown(doc: dict[str, Any], figures: dict[str, tuple[str, bytes]]) -> str:

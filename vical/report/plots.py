@@ -19,6 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from vical.outcomes import FailureMode
@@ -42,7 +43,7 @@ CATEGORY_COLORS = {
 }
 
 
-def _png(fig) -> bytes:
+def _png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     plt.close(fig)
@@ -102,7 +103,9 @@ def failure_by_type_figure(rows: Sequence[Mapping[str, Any]], title_suffix: str 
     return _png(fig)
 
 
-def episode_length_figure(by_run: Mapping[str, Sequence[int]], stats: Sequence[Mapping]) -> bytes:
+def episode_length_figure(
+    by_run: Mapping[str, Sequence[int]], stats: Sequence[Mapping[str, Any]]
+) -> bytes:
     """Left: episode-length box plots per run. Right: outcome categories per run."""
     names = list(by_run)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 0.55 * len(names) + 2.4), layout="constrained")
@@ -143,7 +146,9 @@ def action_heatmaps_figure(dists: Mapping[str, Mapping[str, Any]], max_envs: int
         d = dists[env]
         runs = list(d["rows"])
         mat = np.array([d["rows"][r]["freq"] for r in runs])
-        masked = np.ma.masked_where(mat == 0, mat)
+        # numpy 1.26's stubs leave numpy.ma.masked_where unannotated (unused-ignore: the
+        # package's non-strict mypy config does not report the call)
+        masked = np.ma.masked_where(mat == 0, mat)  # type: ignore[no-untyped-call, unused-ignore]
         im = ax.imshow(masked, aspect="auto", cmap="viridis", vmin=0, vmax=1)
         ax.set_xticks(range(len(d["actions"])), d["actions"], rotation=60, ha="right", fontsize=7)
         ax.set_yticks(range(len(runs)), [f"{r} (n={d['rows'][r]['n']})" for r in runs], fontsize=8)

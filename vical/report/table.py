@@ -34,7 +34,7 @@ class EnvRow(BaseModel):
     pass_rate: float
     n_tasks: int
     n_episodes: int
-    tags: dict
+    tags: dict[str, Any]
 
 
 class RunReport(BaseModel):
@@ -52,7 +52,7 @@ class RunReport(BaseModel):
     condition: dict[str, Any] | None = None
 
 
-def _column_members(tags: dict) -> list[str]:
+def _column_members(tags: dict[str, Any]) -> list[str]:
     return [*tags["types"], tags["memory"], tags["dynamics"], "All"]
 
 
@@ -74,7 +74,7 @@ def build_report(
     for r in results:
         by_task[r.task_id].append(r)
     by_env: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    env_tags: dict[str, dict] = {}
+    env_tags: dict[str, dict[str, Any]] = {}
     env_eps: dict[str, int] = defaultdict(int)
     for rs in by_task.values():
         env = rs[0].env

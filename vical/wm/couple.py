@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from vical.envs import VicalEnv, make_env
 from vical.envs.core import frame_sha256
@@ -135,7 +136,7 @@ class Rollout:
 
     action: str
     intervention: list[str]
-    frames: list[np.ndarray]
+    frames: list[npt.NDArray[np.uint8]]
 
 
 class Imaginer(ABC):
@@ -150,8 +151,12 @@ class Imaginer(ABC):
 
     @abstractmethod
     def predict(
-        self, step: int, frames: list[np.ndarray], actions: list[str], intervention: list[str]
-    ) -> list[np.ndarray]:
+        self,
+        step: int,
+        frames: list[npt.NDArray[np.uint8]],
+        actions: list[str],
+        intervention: list[str],
+    ) -> list[npt.NDArray[np.uint8]]:
         """One frame per action of ``intervention``, from the current state (``frames``:
         every real frame so far, ``actions``: the moves between them)."""
 
@@ -163,15 +168,19 @@ class CopyLastImaginer(Imaginer):
     """Persistence: every imagined frame is the current frame."""
 
     def predict(
-        self, step: int, frames: list[np.ndarray], actions: list[str], intervention: list[str]
-    ) -> list[np.ndarray]:
+        self,
+        step: int,
+        frames: list[npt.NDArray[np.uint8]],
+        actions: list[str],
+        intervention: list[str],
+    ) -> list[npt.NDArray[np.uint8]]:
         return [frames[-1] for _ in intervention]
 
 
-def play_from(env: VicalEnv, intervention: Sequence[str]) -> list[np.ndarray]:
+def play_from(env: VicalEnv, intervention: Sequence[str]) -> list[npt.NDArray[np.uint8]]:
     """Frames after each action from the env's state; once the episode ends, its last
     frame stands for the remaining actions (a perfect model of an ended game)."""
-    out: list[np.ndarray] = []
+    out: list[npt.NDArray[np.uint8]] = []
     for name in intervention:
         if not env.done:
             env.step(name)
@@ -192,8 +201,12 @@ class SimulatorImaginer(Imaginer):
         self.env.step(action)
 
     def predict(
-        self, step: int, frames: list[np.ndarray], actions: list[str], intervention: list[str]
-    ) -> list[np.ndarray]:
+        self,
+        step: int,
+        frames: list[npt.NDArray[np.uint8]],
+        actions: list[str],
+        intervention: list[str],
+    ) -> list[npt.NDArray[np.uint8]]:
         snap = self.env.snapshot()
         try:
             return play_from(self.env, intervention)
@@ -216,9 +229,13 @@ class HttpImaginer(Imaginer):
         self.timeout = timeout
 
     def predict(
-        self, step: int, frames: list[np.ndarray], actions: list[str], intervention: list[str]
-    ) -> list[np.ndarray]:
-        from vical.wm.models import Request
+        self,
+        step: int,
+        frames: list[npt.NDArray[np.uint8]],
+        actions: list[str],
+        intervention: list[str],
+    ) -> list[npt.NDArray[np.uint8]]:
+        from vical.wm.cases import Request
         from vical.wm.protocol import post_predict
 
         context = frames[-CONTEXT_FRAMES:]
@@ -267,7 +284,7 @@ class Imagination:
         self.model = _IMAGINERS[coupling.world_model](task, coupling)
 
     def imagine(
-        self, step: int, frames: list[np.ndarray], actions: list[str]
+        self, step: int, frames: list[npt.NDArray[np.uint8]], actions: list[str]
     ) -> tuple[list[Rollout], dict[str, Any], dict[str, bytes]]:
         c = self.coupling
         rollouts: list[Rollout] = []
@@ -355,7 +372,7 @@ def check_imagined(
     return out
 
 
-def _read_png(entry: Any, media_dir: Path, action: str) -> np.ndarray:
+def _read_png(entry: Any, media_dir: Path, action: str) -> npt.NDArray[np.uint8]:
     if not isinstance(entry, dict) or not all(
         isinstance(entry.get(k), str) and len(entry[k]) == 64 for k in ("sha256", "png")
     ):

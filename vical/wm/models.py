@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from vical.wm.cases import Case, Request
 from vical.wm.sim import ContextSim
@@ -42,7 +43,7 @@ class WorldModel(ABC):
     name: ClassVar[str] = ""
 
     @abstractmethod
-    def predict(self, request: Request, case: Case) -> list[np.ndarray]:
+    def predict(self, request: Request, case: Case) -> list[npt.NDArray[np.uint8]]:
         """Predicted frames after each action of ``request.intervention``.
 
         ``case`` is given for the controls, which may consult the simulator; a
@@ -101,7 +102,7 @@ CONTROLS = ("copy-last", "branch-swap", "simulator")
 class CopyLastFrame(WorldModel):
     """Predicts that nothing changes: the last context frame, once per action."""
 
-    def predict(self, request: Request, case: Case) -> list[np.ndarray]:
+    def predict(self, request: Request, case: Case) -> list[npt.NDArray[np.uint8]]:
         return [request.context[-1].copy() for _ in request.intervention]
 
 
@@ -121,7 +122,7 @@ class BranchSwap(WorldModel):
     def __init__(self, interventions: dict[str, list[str]] | None = None):
         self.interventions = interventions or {}
 
-    def predict(self, request: Request, case: Case) -> list[np.ndarray]:
+    def predict(self, request: Request, case: Case) -> list[npt.NDArray[np.uint8]]:
         actions = swapped_intervention(case, self.interventions)
         with ContextSim(case.origin, snapshot=False) as sim:
             frames, _ = sim.play(actions)
@@ -132,7 +133,7 @@ class BranchSwap(WorldModel):
 class Simulator(WorldModel):
     """The simulator playing the intervention it is given: the ceiling."""
 
-    def predict(self, request: Request, case: Case) -> list[np.ndarray]:
+    def predict(self, request: Request, case: Case) -> list[npt.NDArray[np.uint8]]:
         with ContextSim(case.origin, snapshot=False) as sim:
             frames, _ = sim.play(request.intervention)
         return frames
@@ -151,7 +152,7 @@ class HttpWorldModel(WorldModel):
         self.endpoint = endpoint.rstrip("/")
         self.timeout = timeout
 
-    def predict(self, request: Request, case: Case) -> list[np.ndarray]:
+    def predict(self, request: Request, case: Case) -> list[npt.NDArray[np.uint8]]:
         from vical.wm.protocol import post_predict
 
         return post_predict(self.endpoint, request, self.timeout)

@@ -27,6 +27,7 @@ import urllib.request
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from vical.wm.cases import Request, decode_png, encode_png
 
@@ -78,11 +79,11 @@ def parse_request(body: dict[str, Any]) -> Request:
     return req
 
 
-def reply_body(frames: list[np.ndarray]) -> dict[str, Any]:
+def reply_body(frames: list[npt.NDArray[np.uint8]]) -> dict[str, Any]:
     return {"frames": [base64.b64encode(encode_png(f)).decode() for f in frames]}
 
 
-def parse_reply(body: Any, request: Request) -> list[np.ndarray]:
+def parse_reply(body: Any, request: Request) -> list[npt.NDArray[np.uint8]]:
     if not isinstance(body, dict) or not isinstance(body.get("frames"), list):
         raise ProtocolError(f"{request.case}: the reply has no 'frames' list")
     try:
@@ -96,7 +97,7 @@ def parse_reply(body: Any, request: Request) -> list[np.ndarray]:
     return frames
 
 
-def post_predict(endpoint: str, request: Request, timeout: float) -> list[np.ndarray]:
+def post_predict(endpoint: str, request: Request, timeout: float) -> list[npt.NDArray[np.uint8]]:
     """POST one request to ``endpoint`` and return its predicted frames."""
     data = json.dumps(request_body(request)).encode()
     req = urllib.request.Request(

@@ -30,6 +30,7 @@ from vical.authoring.plan import (
 from vical.authoring.search import beam_search, chunk_search, play_without_dying
 from vical.authoring.sim import DecisionSim
 from vical.demos.experts import ExpertResult, replay_actions
+from vical.envs.core import Outcome
 from vical.spec import EnvSpec, TaskSpec
 
 
@@ -135,7 +136,7 @@ def ale_recipe(spec: EnvSpec, recipe: AleRecipe) -> tuple[list[ClipPlan], list[P
     return plans, pools
 
 
-def _ale_sim(spec: EnvSpec, on: str, seed: int, skip: int):
+def _ale_sim(spec: EnvSpec, on: str, seed: int, skip: int) -> DecisionSim:
     base = variant_task(spec, on)
     v = base.variant.model_copy(
         update={"seed": seed, "initial_skip": skip, "init_actions": [], "init_source": None}
@@ -202,7 +203,7 @@ def _ale_failure(
 # ---------------------------------------------------------------------------
 # experts on the decision simulator
 # ---------------------------------------------------------------------------
-def ale_decision_sim(task: TaskSpec) -> Any:
+def ale_decision_sim(task: TaskSpec) -> DecisionSim:
     """A :class:`~vical.authoring.sim.DecisionSim` where the task starts.
 
     The sim resets with the task's seed and initial skip, then plays the
@@ -366,7 +367,7 @@ def hold(name: str) -> Callable[[Any, random.Random], str]:
     return lambda sim, rng: name
 
 
-def life_lost(sim: Any, o: Any, before: Any) -> bool:
+def life_lost(sim: Any, o: Outcome, before: Any) -> bool:
     """Failure event: the decision cost the life (or ended the game)."""
     return o.life_lost or o.ended
 

@@ -143,7 +143,9 @@ def _play(game: GameDemos, task: TaskSpec, n: int, seed: int) -> tuple[list[str]
         env.close()
 
 
-def _warm(game: GameDemos, spec: EnvSpec, on: str, skip: int, n: int, seed: int):
+def _warm(
+    game: GameDemos, spec: EnvSpec, on: str, skip: int, n: int, seed: int
+) -> list[str] | None:
     """``n`` expert decisions from (skip) that neither end the episode nor lose a life."""
     if n == 0:
         return []
@@ -163,7 +165,9 @@ def _expert_clip(
     return first_passing(replay_actions(t, _play(game, t, n, s)[0]) for s in game.seeds)
 
 
-def _failure(game: GameDemos, spec: EnvSpec, on: str, skip: int, init: list[str]):
+def _failure(
+    game: GameDemos, spec: EnvSpec, on: str, skip: int, init: list[str]
+) -> tuple[list[str], list[str]] | None:
     """(warm-up + lead-in, clip decisions): ``fail_action`` held until a life is lost."""
     env = make_env(_start_task(spec, on, skip, init))
     try:

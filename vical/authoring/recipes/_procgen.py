@@ -70,7 +70,8 @@ def random_held(hold: int = 4, among: tuple[str, ...] = ()) -> Policy:
             state["cur"] = rng.choice(list(among) or env.action_names)
             state["left"] = rng.randint(1, hold)
         state["left"] -= 1
-        return state["cur"]
+        cur: str = state["cur"]
+        return cur
 
     return pick
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from vical.authoring.plan import ClipPlan
 from vical.demos.experts import CONTROLLERS, ExpertResult, bfs_expert, run_policy
+from vical.envs.core import VicalEnv
 from vical.spec import EnvSpec, TaskSpec
 
 CTL = "scripted controller vical.demos.experts.{}_policy"
@@ -32,7 +33,7 @@ class _Seq:
     def __init__(self, actions: list[str]):
         self.actions, self.i = actions, 0
 
-    def __call__(self, env) -> str:
+    def __call__(self, env: VicalEnv) -> str:
         a = self.actions[min(self.i, len(self.actions) - 1)]
         self.i += 1
         return a

@@ -32,6 +32,8 @@ from vical.envs.core import VicalEnv
 from vical.spec import EnvSpec
 
 if TYPE_CHECKING:
+    from flappy_bird_gymnasium import FlappyBirdEnv
+
     from vical.envs.flappy import FlappyAdapter
 
 PILOT = (
@@ -49,11 +51,11 @@ LIMIT = 200
 APPROACH = 90
 
 
-def _game(env: VicalEnv):
+def _game(env: VicalEnv) -> FlappyBirdEnv:
     return cast("FlappyAdapter", env.adapter).env
 
 
-def _next_pipe(env: VicalEnv) -> tuple[dict, dict]:
+def _next_pipe(env: VicalEnv) -> tuple[dict[str, float], dict[str, float]]:
     """(upper, lower) of the nearest pipe pair whose right edge is still ahead of the bird."""
     g = _game(env)
     ahead = [
@@ -93,7 +95,8 @@ def _play(
 def _pipe_within(env: VicalEnv, dist: int) -> bool:
     """The next pipe's left edge is at most ``dist`` px ahead of the bird's."""
     upper, _ = _next_pipe(env)
-    return upper["x"] - _game(env)._player_x <= dist
+    bird_x: float = _game(env)._player_x
+    return upper["x"] - bird_x <= dist
 
 
 def _through_pipes(n: int, after: int) -> Callable[[VicalEnv, list[str]], str | None]:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from vical.authoring.recipes._ale import AleRecipe, hold, scripted
+from vical.authoring.sim import DecisionSim
 from vical.envs.ale_games.freeway import expert_actions, safe_step
 
 
-def _win(sim, n: int, seed: int) -> list[str]:
+def _win(sim: DecisionSim, n: int, seed: int) -> list[str]:
     return expert_actions(sim, limit=n)
 
 

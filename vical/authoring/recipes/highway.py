@@ -56,7 +56,7 @@ def gap_driver(env: VicalEnv) -> str:
     road, ego = ad.env.road, ad.ego
     start, end, lane = ego.lane_index
     n_lanes = len(road.network.graph[start][end])
-    v = ego.speed
+    v: float = ego.speed
 
     def gaps(i: int) -> tuple[float, float, float, float]:
         """Gap ahead, gap behind, and their cars' speeds, in lane ``i``."""

@@ -5,11 +5,13 @@ player standing still (NOOP held) while the opponent wins it."""
 from __future__ import annotations
 
 from vical.authoring.recipes._lookahead import GameDemos
+from vical.envs.core import VicalEnv
 
 
-def rally_value(env) -> float:
+def rally_value(env: VicalEnv) -> float:
     """Returns made, plus a large bonus once the point is won (the tests' value)."""
-    return getattr(env.adapter, "returns", 0) + (10 if env.passed() else 0)
+    returns: int = getattr(env.adapter, "returns", 0)
+    return returns + (10 if env.passed() else 0)
 
 
 RECIPE = GameDemos(

@@ -21,13 +21,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from vical.authoring.plan import ClipPlan, ClipPool, Pool, seed_env
 from vical.envs.core import VicalEnv
 from vical.spec import EnvSpec
 
 if TYPE_CHECKING:
+    from tetris_gymnasium.envs.tetris import Tetris
+
     from vical.envs.tetris import TetrisAdapter
+
+# the simulator's board and pieces (tetris-gymnasium keeps both as uint8 arrays)
+Grid = npt.NDArray[np.uint8]
 
 PLANNER = (
     "scripted expert: greedy placement planner over the simulator's board (every rotation and "
@@ -43,14 +49,14 @@ LIMIT = 120
 
 
 # -- the planner --------------------------------------------------------------
-def _fits(board: np.ndarray, piece: np.ndarray, x: int, y: int) -> bool:
+def _fits(board: Grid, piece: Grid, x: int, y: int) -> bool:
     h, w = piece.shape
     if x < 0 or y + h > board.shape[0] or x + w > board.shape[1]:
         return False
     return not np.any(board[y : y + h, x : x + w][piece > 0] > 0)
 
 
-def _landed(game, board: np.ndarray, piece: np.ndarray, x: int) -> tuple[np.ndarray, int] | None:
+def _landed(game: Tetris, board: Grid, piece: Grid, x: int) -> tuple[Grid, int] | None:
     """The board after dropping ``piece`` straight down in column ``x``, full rows removed,
     and the number of rows removed; None if the piece does not fit at the top."""
     if not _fits(board, piece, x, 0):
@@ -71,7 +77,7 @@ def _landed(game, board: np.ndarray, piece: np.ndarray, x: int) -> tuple[np.ndar
     return out, n
 
 
-def _holes_and_height(game, board: np.ndarray) -> tuple[int, int]:
+def _holes_and_height(game: Tetris, board: Grid) -> tuple[int, int]:
     filled = board[: game.height, game.padding : game.padding + game.width] > 0
     tops = np.where(filled.any(axis=0), filled.argmax(axis=0), game.height)
     holes = sum(int((~filled[tops[c] :, c]).sum()) for c in range(game.width))

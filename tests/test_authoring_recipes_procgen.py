@@ -1,4 +1,4 @@
-"""Procgen demo packages (vical/demos/recipes/<game>.py on the shared _procgen recipe):
+"""Procgen demo packages (vical/authoring/recipes/<game>.py on the shared _procgen recipe):
 package limits, clips on levels no task plays, shared clips, a failure in every game,
 label groups, the render-free label check, and regeneration equal to the stored clips."""
 

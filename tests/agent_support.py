@@ -1,4 +1,4 @@
-"""Shared harness for the agent tests (no tests here).
+"""Shared harness for the agent tests (a helper module, not a test file).
 
 ``play`` drives an agent through a real task the way the episode runner
 does: one ``act`` per decision, every record written as a JSON line to
