@@ -35,7 +35,7 @@ from pathlib import Path
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
-from vical.run import load_results, run_eval
+from vical.run import RunOptions, load_results, run_eval
 from vical.spec import select_tasks
 
 
@@ -81,10 +81,9 @@ def main() -> None:
                 Path(tmp) / "run",
                 agent="openai-chat",
                 agent_kwargs=kwargs,
-                runs=args.runs,
-                workers=args.workers,
-                frames="none",
-                progress=False,
+                options=RunOptions(
+                    runs=args.runs, workers=args.workers, frames="none", progress=False
+                ),
             )
             wall = time.perf_counter() - t0
             results = load_results(Path(tmp) / "run")

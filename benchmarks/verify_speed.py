@@ -35,7 +35,7 @@ from typing import Any
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
-from vical.run import load_results, run_eval
+from vical.run import RunOptions, load_results, run_eval
 from vical.run.pool import run_pool
 from vical.spec import select_tasks
 from vical.submit.bundle import make_bundle
@@ -104,11 +104,9 @@ def main() -> None:
         run_eval(
             tasks,
             d / "run",
-            runs=args.runs,
-            workers=args.workers,
-            frames="none",
-            demos=False,
-            progress=False,
+            options=RunOptions(
+                runs=args.runs, workers=args.workers, frames="none", demos=False, progress=False
+            ),
         )
         t_run = time.perf_counter() - t0
         make_bundle(d / "run", priv, d / "b.tar.gz", team="bench", partial=True)

@@ -22,7 +22,7 @@ from vical.agent.prompts import rules_text, task_intro
 from vical.cli import app
 from vical.errors import RunFolderError
 from vical.run.results import RunManifest
-from vical.run.runner import prepare_run, run_eval
+from vical.run.runner import RunOptions, prepare_run, run_eval
 from vical.serve import BaselineServer
 from vical.spec import all_tasks, select_tasks
 from vical.submit import leaderboard
@@ -81,7 +81,7 @@ def test_rules_level_is_checked(tmp_path):
     with pytest.raises(ValueError, match="rules must be one of basic, detailed, not 'full'"):
         rules_text(task, "full")
     with pytest.raises(ValueError, match="rules must be basic or detailed, not 'full'"):
-        run_eval([task], tmp_path / "r", rules="full", progress=False)
+        run_eval([task], tmp_path / "r", options=RunOptions(rules="full", progress=False))
     r = runner.invoke(app, ["eval", "--tasks", "taxi/state1", "--rules", "full"])
     assert r.exit_code == 2
     assert "--rules 'full' is not one of: basic, detailed" in _norm(r.output.replace("│", " "))
@@ -89,12 +89,12 @@ def test_rules_level_is_checked(tmp_path):
 
 def test_resume_under_other_rules_is_refused(tmp_path):
     tasks = select_tasks("taxi/state1")
-    prepare_run(tmp_path, tasks, "random", {}, 0, 1, rules="detailed")
+    prepare_run(tmp_path, tasks, "random", {}, RunOptions(run_seed=0, runs=1, rules="detailed"))
     assert RunManifest.model_validate_json((tmp_path / "manifest.json").read_text()).rules == (
         "detailed"
     )
     with pytest.raises(RunFolderError, match="the rules text was detailed, now basic: pass "):
-        prepare_run(tmp_path, tasks, "random", {}, 0, 1, rules="basic")
+        prepare_run(tmp_path, tasks, "random", {}, RunOptions(run_seed=0, runs=1, rules="basic"))
 
 
 # -- the four cells against the baseline server ---------------------------------------

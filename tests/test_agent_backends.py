@@ -323,7 +323,7 @@ def test_server_runs_as_a_module():
 def test_eval_through_the_runner_matches_random_shape_and_never_stores_the_key(
     tmp_path, monkeypatch
 ):
-    from vical.run.runner import run_eval
+    from vical.run.runner import RunOptions, run_eval
 
     secret = "sk-vical-e2e-" + "41c7d02b" * 4
     monkeypatch.setenv("VICAL_E2E_KEY", secret)
@@ -339,12 +339,13 @@ def test_eval_through_the_runner_matches_random_shape_and_never_stores_the_key(
             tmp_path / "http",
             agent="openai-chat",
             agent_kwargs=kwargs,
-            workers=1,
-            progress=False,
+            options=RunOptions(workers=1, progress=False),
         )
         sent = [e["body"] for e in s.requests]
     assert summary.finished == 1 and not summary.failed
-    run_eval([TASK], tmp_path / "local", agent="random", workers=1, progress=False)
+    run_eval(
+        [TASK], tmp_path / "local", agent="random", options=RunOptions(workers=1, progress=False)
+    )
     (http_ep,) = (tmp_path / "http" / "episodes").iterdir()
     (local_ep,) = (tmp_path / "local" / "episodes").iterdir()
     http_res = json.loads((http_ep / "eval_result.json").read_text())

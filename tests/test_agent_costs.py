@@ -10,7 +10,7 @@ import pytest
 
 from vical.agent.costs import episode_cost, load_prices, price_for
 from vical.agent.ratelimit import RateLimiter
-from vical.run import load_results, run_eval
+from vical.run import RunOptions, load_results, run_eval
 from vical.serve import BaselineServer
 from vical.spec import select_tasks
 
@@ -59,7 +59,7 @@ def test_eval_records_cost_and_honours_rate_limit(tmp_path):
     p = tmp_path / "prices.yaml"
     p.write_text("models:\n  random: {input: 3.0, output: 15.0}\n")
     price = load_prices(p)["random"]
-    with BaselineServer("127.0.0.1", 0, seed=1) as server:
+    with BaselineServer(("127.0.0.1", 0), seed=1) as server:
         kwargs = {
             "endpoint": server.openai_base_url,
             "model": "random",
@@ -72,10 +72,7 @@ def test_eval_records_cost_and_honours_rate_limit(tmp_path):
             tmp_path / "run",
             agent="openai-chat",
             agent_kwargs=kwargs,
-            workers=1,
-            frames="none",
-            progress=False,
-            price=price,
+            options=RunOptions(workers=1, frames="none", progress=False, price=price),
         )
         wall = time.perf_counter() - t0
         requests = sum(server.counts.values())

@@ -139,7 +139,7 @@ FAST = {"retry_base_delay": 0.01, "retry_max_delay": 0.05}
 def runs(tmp_path_factory):
     """Two acting runs through the baseline server: an expert that passes both tasks with
     the full score, and a model whose every reply is malformed (ends with invalid_action)."""
-    from vical.run import run_eval
+    from vical.run import RunOptions, run_eval
     from vical.spec import select_tasks
 
     base = tmp_path_factory.mktemp("audit")
@@ -151,7 +151,7 @@ def runs(tmp_path_factory):
             run_eval(
                 select_tasks(tasks), base / name, agent="openai-chat",
                 agent_kwargs={"endpoint": srv.openai_base_url, "model": model, **FAST},
-                workers=1, progress=False,
+                options=RunOptions(workers=1, progress=False),
             )  # fmt: skip
     return base
 
@@ -284,13 +284,13 @@ def test_endpoint_failures_are_not_results_and_the_next_audit_resumes(runs, tmp_
 
 def test_the_random_agent_cannot_be_an_auditor_and_its_runs_cannot_be_audited(runs, tmp_path):
     from vical.errors import AgentConfigError, RunFolderError
-    from vical.run import run_eval
+    from vical.run import RunOptions, run_eval
     from vical.spec import select_tasks
 
     with pytest.raises(AgentConfigError, match="needs a model backend"):
         audit_run(runs / "expert", "random", {})
     rnd = tmp_path / "rnd"
-    run_eval(select_tasks("taxi/state1"), rnd, workers=1, progress=False)
+    run_eval(select_tasks("taxi/state1"), rnd, options=RunOptions(workers=1, progress=False))
     with BaselineServer() as srv, pytest.raises(RunFolderError, match="random agent"):
         _audit(rnd, srv, "auditor-valid")
 
@@ -370,14 +370,15 @@ def test_audit_report_prints_tables_3_and_4(runs, tmp_path):
 
 def test_demonstration_videos_reach_an_image_only_auditor_as_their_frames(tmp_path):
     from vical.demos import load_demo_package
-    from vical.run import run_eval
+    from vical.run import RunOptions, run_eval
     from vical.spec import get_task, select_tasks
 
     run = tmp_path / "video"
     with BaselineServer(record_bodies=True) as srv:
         kw = {"endpoint": srv.openai_base_url, **FAST}
         run_eval(select_tasks("cliffwalking/base"), run, agent="openrouter",
-                 agent_kwargs={**kw, "model": "first"}, workers=1, progress=False)  # fmt: skip
+                 agent_kwargs={**kw, "model": "first"},
+                 options=RunOptions(workers=1, progress=False))  # fmt: skip
         acted = [r for r in srv.requests if r.get("n_videos")]
         srv.requests.clear()
         _audit(run, srv, "auditor-valid")  # openai-chat: images only

@@ -21,14 +21,15 @@ TASKS = "cliffwalking/base,cliffwalking/ledge-3"
 def audited(tmp_path_factory):
     """Two audited runs of the same two tasks (two 'models'; the second a copy of the first,
     which the sample cannot tell apart), every verdict valid."""
-    from vical.run import run_eval
+    from vical.run import RunOptions, run_eval
     from vical.spec import select_tasks
 
     base = tmp_path_factory.mktemp("label")
     with BaselineServer() as srv:
         kw = {"endpoint": srv.openai_base_url, **FAST}
         run_eval(select_tasks(TASKS), base / "m1", agent="openai-chat",
-                 agent_kwargs={**kw, "model": "first"}, workers=1, progress=False)  # fmt: skip
+                 agent_kwargs={**kw, "model": "first"},
+                 options=RunOptions(workers=1, progress=False))  # fmt: skip
         audit_run(base / "m1", "openai-chat", {**kw, "model": "auditor-valid"})
     shutil.copytree(base / "m1", base / "m2")
     return base

@@ -321,13 +321,13 @@ def test_submit_with_an_endpoint_runs_the_image_with_its_options_then_bundles(
 ):
     """The container itself is tested in test_submit.py (it needs an engine); here, which
     option reaches which argument, and that --tasks makes the bundle partial."""
-    from vical.run import run_eval
+    from vical.run import RunOptions, run_eval
     from vical.spec import select_tasks
     from vical.submit import container
     from vical.submit.keys import keygen
 
     run = tmp_path / "run"
-    run_eval(select_tasks("taxi/state1"), run, workers=1, progress=False)
+    run_eval(select_tasks("taxi/state1"), run, options=RunOptions(workers=1, progress=False))
     key, _ = keygen(tmp_path / "key")
     seen = {}
 

@@ -224,7 +224,7 @@ def test_one_command_submit_through_docker_sdk_verifies(tmp_path, docker_host):
     from vical.submit.keys import keygen
 
     port = _free_port()
-    server = BaselineServer("127.0.0.1", port, seed=0)
+    server = BaselineServer(("127.0.0.1", port), seed=0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     dataset = tmp_path / "dataset"
     dataset.mkdir()

@@ -12,7 +12,7 @@ from vical.report import analyses as an
 from vical.run.results import EvalResult
 
 
-def ep(
+def ep(  # noqa: PLR0913 (a record factory: one keyword per EvalResult field a test varies)
     env="a",
     variant="v",
     k=0,

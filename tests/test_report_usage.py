@@ -11,7 +11,7 @@ from vical.agent.costs import load_prices
 from vical.errors import RunFolderError
 from vical.report.document import build_document, write_document
 from vical.report.usage import manifest_model, recorded_cost, report_usage, run_usage, usage_totals
-from vical.run import load_results, run_eval
+from vical.run import RunOptions, load_results, run_eval
 from vical.run.results import EvalResult
 from vical.serve import BaselineServer
 from vical.spec import select_tasks
@@ -64,7 +64,7 @@ def served_runs(tmp_path_factory):
     p.write_text("models:\n  random: {input: 3.0, output: 15.0, cached_input: 0.3}\n")
     price = load_prices(p)["random"]
     tasks = select_tasks("cliffwalking/base,taxi/state1")
-    with BaselineServer("127.0.0.1", 0, seed=1) as server:
+    with BaselineServer(("127.0.0.1", 0), seed=1) as server:
         for name, model, cost in (("priced", "random", price), ("unpriced", "first", None)):
             kwargs = {"endpoint": server.openai_base_url, "model": model, "seed": 0}
             s = run_eval(
@@ -72,14 +72,18 @@ def served_runs(tmp_path_factory):
                 root / name,
                 agent="openai-chat",
                 agent_kwargs=kwargs,
-                runs=2 if name == "priced" else 1,
-                workers=1,
-                frames="none",
-                progress=False,
-                price=cost,
+                options=RunOptions(
+                    runs=2 if name == "priced" else 1,
+                    workers=1,
+                    frames="none",
+                    progress=False,
+                    price=cost,
+                ),
             )
             assert not s.failed and not s.infra
-    run_eval(tasks, root / "rand", runs=2, workers=1, frames="none", progress=False)
+    run_eval(
+        tasks, root / "rand", options=RunOptions(runs=2, workers=1, frames="none", progress=False)
+    )
     doc = build_document(
         [root / "priced", root / "unpriced"], random_dir=root / "rand", demo_context=False
     )

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import interrupt_group, processes_naming
-from vical.run import load_results, run_eval
+from vical.run import RunOptions, load_results, run_eval
 from vical.run.runner import episode_name, episode_problems
 from vical.spec import select_tasks
 
@@ -61,7 +61,7 @@ def cluster():
 def local_run(tmp_path_factory):
     """The same episodes played by local workers: what the Ray run must reproduce."""
     d = tmp_path_factory.mktemp("local") / "run"
-    run_eval(select_tasks(TASKS), d, runs=RUNS, workers=1, progress=False)
+    run_eval(select_tasks(TASKS), d, options=RunOptions(runs=RUNS, workers=1, progress=False))
     return {episode_name(r.task_id, r.run_index): r for r in load_results(d)}
 
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from tests.conftest import ALL_TASKS
 from vical.cli import app
 from vical.errors import RunFolderError
-from vical.run import run_eval
+from vical.run import RunOptions, run_eval
 from vical.run.shard import (
     Shard,
     assign,
@@ -83,7 +83,9 @@ def test_every_task_splits_into_n_disjoint_slices_whatever_the_task_order(n):
 def test_a_shard_runs_its_slice_records_it_and_resumes_only_as_itself(tmp_path):
     tasks = select_tasks(TASKS)
     run = tmp_path / "s1"
-    s = run_eval(tasks, run, runs=2, workers=1, progress=False, shard=Shard(1, 3))
+    s = run_eval(
+        tasks, run, options=RunOptions(runs=2, workers=1, progress=False, shard=Shard(1, 3))
+    )
     mine, info = select_shard(tasks, 2, Shard(1, 3))
     assert s.total == len(mine) == s.finished and 0 < len(mine) < 6
     folders = sorted(p.name for p in (run / "episodes").iterdir())
@@ -92,14 +94,20 @@ def test_a_shard_runs_its_slice_records_it_and_resumes_only_as_itself(tmp_path):
     assert manifest["shard"] == info.model_dump() and manifest["merged_from"] is None
     assert manifest["tasks"] == [t.id for t in tasks]  # the whole run's task list
 
-    again = run_eval(tasks, run, runs=2, workers=1, progress=False, shard=Shard(1, 3))
+    again = run_eval(
+        tasks, run, options=RunOptions(runs=2, workers=1, progress=False, shard=Shard(1, 3))
+    )
     assert again.skipped == len(mine) and again.finished == 0
     with pytest.raises(RunFolderError, match=r"holds shard 1/3 .* asks for shard 2/3"):
-        run_eval(tasks, run, runs=2, workers=1, progress=False, shard=Shard(2, 3))
+        run_eval(
+            tasks, run, options=RunOptions(runs=2, workers=1, progress=False, shard=Shard(2, 3))
+        )
     with pytest.raises(RunFolderError, match=r"asks for a whole run .* pass --shard 1/3"):
-        run_eval(tasks, run, runs=2, workers=1, progress=False)
+        run_eval(tasks, run, options=RunOptions(runs=2, workers=1, progress=False))
     with pytest.raises(RunFolderError, match="asks for shard 1/3 of 3 episode"):
-        run_eval(tasks, run, runs=1, workers=1, progress=False, shard=Shard(1, 3))
+        run_eval(
+            tasks, run, options=RunOptions(runs=1, workers=1, progress=False, shard=Shard(1, 3))
+        )
 
 
 def test_cli_refuses_a_bad_shard_before_running(tmp_path):

@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import interrupt_group, processes_naming
 from vical.envs import make_env
-from vical.run import load_results, run_eval
+from vical.run import RunOptions, load_results, run_eval
 from vical.run.results import FILE_MODE
 from vical.run.runner import (
     RunFolderError,
@@ -32,7 +32,9 @@ TASKS = "taxi/state1,cliffwalking/base,cartpole/seed41"
 
 def test_run_writes_every_episode_file(tmp_path):
     tasks = select_tasks(TASKS)
-    s = run_eval(tasks, tmp_path / "run", runs=2, workers=1, progress=False, frames="all")
+    s = run_eval(
+        tasks, tmp_path / "run", options=RunOptions(runs=2, workers=1, progress=False, frames="all")
+    )
     assert s.finished == 6 and not s.failed
     eps = sorted(p.name for p in (tmp_path / "run" / "episodes").iterdir())
     assert eps == sorted(episode_name(t.id, k) for t in tasks for k in range(2))
@@ -53,7 +55,9 @@ def test_run_writes_every_episode_file(tmp_path):
 
 
 def test_results_replay_exactly_in_a_fresh_env(tmp_path):
-    run_eval(select_tasks(TASKS), tmp_path / "run", runs=1, workers=1, progress=False)
+    run_eval(
+        select_tasks(TASKS), tmp_path / "run", options=RunOptions(runs=1, workers=1, progress=False)
+    )
     for r in load_results(tmp_path / "run"):
         env = make_env(r.task_id)
         from vical.envs.core import frame_sha256
@@ -67,8 +71,12 @@ def test_results_replay_exactly_in_a_fresh_env(tmp_path):
 
 def test_same_seed_same_actions_and_distinct_episode_seeds(tmp_path):
     tasks = select_tasks("taxi/state1")
-    run_eval(tasks, tmp_path / "a", runs=2, workers=1, progress=False, run_seed=7)
-    run_eval(tasks, tmp_path / "b", runs=2, workers=1, progress=False, run_seed=7)
+    run_eval(
+        tasks, tmp_path / "a", options=RunOptions(runs=2, workers=1, progress=False, run_seed=7)
+    )
+    run_eval(
+        tasks, tmp_path / "b", options=RunOptions(runs=2, workers=1, progress=False, run_seed=7)
+    )
     a, b = load_results(tmp_path / "a"), load_results(tmp_path / "b")
     assert [r.actions for r in a] == [r.actions for r in b]
     assert episode_seed(7, "taxi/state1", 0) != episode_seed(7, "taxi/state1", 1)
@@ -76,23 +84,25 @@ def test_same_seed_same_actions_and_distinct_episode_seeds(tmp_path):
 
 def test_resume_skips_finished_and_refuses_other_settings(tmp_path):
     tasks = select_tasks(TASKS)
-    run_eval(tasks[:1], tmp_path / "run", runs=1, workers=1, progress=False)
+    run_eval(tasks[:1], tmp_path / "run", options=RunOptions(runs=1, workers=1, progress=False))
     first = tmp_path / "run" / "episodes" / episode_name(tasks[0].id, 0) / "eval_result.json"
     before = first.read_bytes()
-    s = run_eval(tasks, tmp_path / "run", runs=1, workers=1, progress=False)
+    s = run_eval(tasks, tmp_path / "run", options=RunOptions(runs=1, workers=1, progress=False))
     assert s.skipped == 1 and s.finished == 2
     assert first.read_bytes() == before
     with pytest.raises(ValueError, match="seed"):
-        run_eval(tasks, tmp_path / "run", runs=1, workers=1, progress=False, run_seed=99)
+        run_eval(
+            tasks,
+            tmp_path / "run",
+            options=RunOptions(runs=1, workers=1, progress=False, run_seed=99),
+        )
 
 
 def test_failure_modes_recorded(tmp_path):
     run_eval(
         select_tasks("cartpole/*,cliffwalking/*"),
         tmp_path / "run",
-        runs=1,
-        workers=1,
-        progress=False,
+        options=RunOptions(runs=1, workers=1, progress=False),
     )
     for r in load_results(tmp_path / "run"):
         if r.passed:
@@ -280,25 +290,29 @@ def test_a_second_writer_is_refused(tmp_path):
     out = tmp_path / "run"
     with lock_run_folder(out):
         with pytest.raises(RunFolderError, match="in use by vical pid"):
-            run_eval(select_tasks("taxi/state1"), out, workers=1, progress=False)
+            run_eval(
+                select_tasks("taxi/state1"), out, options=RunOptions(workers=1, progress=False)
+            )
         r = subprocess.run(
             _vical("eval", "--tasks", "taxi/state1", "--out", str(out)),
             env=ENV, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         assert r.returncode == 2 and "--out" in r.stderr and "Traceback" not in r.stderr
-    run_eval(select_tasks("taxi/state1"), out, workers=1, progress=False)  # free again
+    run_eval(
+        select_tasks("taxi/state1"), out, options=RunOptions(workers=1, progress=False)
+    )  # free again
 
 
 def test_resume_re_runs_a_damaged_episode(tmp_path):
     out = tmp_path / "run"
     tasks = select_tasks(TASKS)
-    run_eval(tasks, out, workers=1, progress=False)
+    run_eval(tasks, out, options=RunOptions(workers=1, progress=False))
     victim = out / "episodes" / episode_name(tasks[0].id, 0)
     (victim / "trajectory.png").unlink()
     with open(out / "episodes" / episode_name(tasks[1].id, 0) / "log.jsonl", "a") as f:
         f.write("{}\n")
     assert episode_problems(victim) == ["trajectory.png missing"]
-    s = run_eval(tasks, out, workers=1, progress=False)
+    s = run_eval(tasks, out, options=RunOptions(workers=1, progress=False))
     assert s.finished == 2 and s.skipped == 1 and len(s.repaired) == 2
     assert len(list((out / "damaged").iterdir())) == 2
     _assert_whole(out)
@@ -344,7 +358,7 @@ def test_frames_modes_and_one_file_mode(tmp_path):
     tasks = select_tasks("cartpole/seed41,taxi/state1")
     for mode in ("none", "failed", "all"):
         out = tmp_path / mode
-        run_eval(tasks, out, workers=1, progress=False, frames=mode)
+        run_eval(tasks, out, options=RunOptions(workers=1, progress=False, frames=mode))
         for r in load_results(out):
             folder = out / "episodes" / episode_name(r.task_id, r.run_index)
             n = len(list((folder / "frames").glob("*.png"))) if (folder / "frames").exists() else 0
@@ -354,7 +368,9 @@ def test_frames_modes_and_one_file_mode(tmp_path):
         modes = {p.stat().st_mode & 0o777 for p in out.rglob("*") if p.is_file()}
         assert modes == {FILE_MODE}, modes
     with pytest.raises(ValueError, match="frames must be one of"):
-        run_eval(tasks, tmp_path / "x", workers=1, progress=False, frames="some")
+        run_eval(
+            tasks, tmp_path / "x", options=RunOptions(workers=1, progress=False, frames="some")
+        )
 
 
 def test_progress_fields_are_dropped_not_cut():

@@ -278,13 +278,13 @@ def test_baseline_random_stops_on_sigterm_and_resumes(tmp_path):
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
     """A bundle whose replay with two workers lasts several seconds, and its key."""
-    from vical.run import run_eval
+    from vical.run import RunOptions, run_eval
     from vical.submit.bundle import make_bundle
     from vical.submit.keys import keygen
 
     d = tmp_path_factory.mktemp("bundle")
     priv, pub = keygen(d / "keys" / "team")
-    run_eval(select_tasks(MANY), d / "run", runs=2, workers=2, progress=False)
+    run_eval(select_tasks(MANY), d / "run", options=RunOptions(runs=2, workers=2, progress=False))
     path = d / "signals.tar.gz"
     make_bundle(d / "run", priv, path, team="Team S", partial=True)
     return path, pub
@@ -328,7 +328,7 @@ def test_leaderboard_add_stops_on_sigterm_and_adds_nothing(bundle, tmp_path):
 @pytest.fixture(scope="module")
 def api_run(tmp_path_factory):
     """A small run of a model through the baseline server (random runs cannot be audited)."""
-    from vical.run import run_eval
+    from vical.run import RunOptions, run_eval
 
     out = tmp_path_factory.mktemp("audited") / "run"
     with BaselineServer() as srv:
@@ -338,9 +338,7 @@ def api_run(tmp_path_factory):
             out,
             agent="openai-chat",
             agent_kwargs=kwargs,
-            runs=2,
-            workers=2,
-            progress=False,
+            options=RunOptions(runs=2, workers=2, progress=False),
         )
     return out
 
@@ -379,13 +377,17 @@ def test_audit_stops_on_sigterm_sends_nothing_after_and_resumes(api_run, tmp_pat
 
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory):
-    from vical.run import run_eval
+    from vical.run import RunOptions, run_eval
     from vical.run.shard import Shard
 
     d = tmp_path_factory.mktemp("shards")
     tasks = select_tasks("taxi/*,cliffwalking/*")
     for i in range(2):
-        run_eval(tasks, d / f"s{i}", runs=1, workers=2, progress=False, shard=Shard(i, 2))
+        run_eval(
+            tasks,
+            d / f"s{i}",
+            options=RunOptions(runs=1, workers=2, progress=False, shard=Shard(i, 2)),
+        )
     return [d / "s0", d / "s1"]
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_submit import repack, unpack
-from vical.run import run_eval
+from vical.run import RunOptions, run_eval
 from vical.serve import BaselineServer
 from vical.spec import select_tasks
 from vical.submit import leaderboard
@@ -30,10 +30,7 @@ def _model_run(out: Path, demos: bool = True, rules: str = "basic", tasks: str =
             out,
             agent="openai-chat",
             agent_kwargs={"endpoint": srv.openai_base_url, "model": "baseline"},
-            workers=1,
-            progress=False,
-            demos=demos,
-            rules=rules,
+            options=RunOptions(workers=1, progress=False, demos=demos, rules=rules),
         )
 
 

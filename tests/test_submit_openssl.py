@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from vical.run import run_eval
+from vical.run import RunOptions, run_eval
 from vical.spec import select_tasks
 from vical.submit.bundle import make_bundle
 from vical.submit.keys import keygen
@@ -58,7 +58,11 @@ def signed(tmp_path_factory):
     home = tmp_path_factory.mktemp("home")
     priv, pub = keygen(home / ".vical" / "team.key")
     run = home / "run"
-    run_eval(select_tasks("taxi/state1"), run, runs=1, workers=1, progress=False, frames="none")
+    run_eval(
+        select_tasks("taxi/state1"),
+        run,
+        options=RunOptions(runs=1, workers=1, progress=False, frames="none"),
+    )
     make_bundle(run, priv, home / "NAME.tar.gz", team="Team O", partial=True)
     return home
 

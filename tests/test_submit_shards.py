@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from vical.cli import app
-from vical.run import run_eval
+from vical.run import RunOptions, run_eval
 from vical.run.shard import Shard
 from vical.spec import select_tasks
 from vical.submit.bundle import BundleError, collect_files, file_entry, make_bundle, write_signed
@@ -32,7 +32,7 @@ cli = CliRunner()
 def bundle(tmp_path_factory):
     d = tmp_path_factory.mktemp("vshards")
     priv, pub = keygen(d / "team")
-    run_eval(select_tasks(TASKS), d / "run", runs=2, workers=1, progress=False)
+    run_eval(select_tasks(TASKS), d / "run", options=RunOptions(runs=2, workers=1, progress=False))
     make_bundle(d / "run", priv, d / "b.tar.gz", team="T", partial=True)
     for i in range(3):
         r = cli.invoke(
@@ -142,7 +142,11 @@ def test_verify_shard_needs_out_and_a_lone_shard_run_is_not_accepted(bundle, tmp
     r = cli.invoke(app, ["verify", str(d / "b.tar.gz"), "--pubkey", str(pub), "--shard", "0/2"])
     assert r.exit_code == 2 and "--shard 0/2 needs --out FILE" in r.output
     run = tmp_path / "s0"
-    run_eval(select_tasks("taxi/state1"), run, workers=1, progress=False, shard=Shard(0, 2))
+    run_eval(
+        select_tasks("taxi/state1"),
+        run,
+        options=RunOptions(workers=1, progress=False, shard=Shard(0, 2)),
+    )
     shutil.rmtree(run / ".partial", ignore_errors=True)
     with pytest.raises(BundleError, match=r"shard 0/2 of a sharded evaluation; merge all 2"):
         make_bundle(run, priv, tmp_path / "s.tar.gz", team="T", partial=True)

@@ -34,7 +34,7 @@ from fuzz_bundles.generate import member, tar_bytes, write_gz
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from vical.run import run_eval
+from vical.run import RunOptions, run_eval
 from vical.spec import select_tasks
 from vical.submit import unpack
 from vical.submit import verify as verify_mod
@@ -63,7 +63,11 @@ sys.addaudithook(_audit)
 def source(tmp_path_factory) -> SimpleNamespace:
     d = tmp_path_factory.mktemp("unpack-source")
     priv, pub = keygen(d / "keys" / "team")
-    run_eval(select_tasks(TASKS), d / "run", runs=1, workers=1, progress=False, frames="none")
+    run_eval(
+        select_tasks(TASKS),
+        d / "run",
+        options=RunOptions(runs=1, workers=1, progress=False, frames="none"),
+    )
     bundle = d / "valid.tar.gz"
     make_bundle(d / "run", priv, bundle, team="Team U", partial=True)
     src = load_source(bundle, load_private(priv))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vical.run import run_eval
+from vical.run import RunOptions, run_eval
 from vical.serve import BaselineServer
 from vical.spec import select_tasks, tasks_digest
 from vical.submit import leaderboard
@@ -25,7 +25,7 @@ TASKS = "taxi/state1,cartpole/seed41,cliffwalking/base"
 def run(tmp_path_factory):
     d = tmp_path_factory.mktemp("verify")
     priv, pub = keygen(d / "team")
-    run_eval(select_tasks(TASKS), d / "run", runs=1, workers=1, progress=False)
+    run_eval(select_tasks(TASKS), d / "run", options=RunOptions(runs=1, workers=1, progress=False))
     return d, priv, pub
 
 
@@ -131,8 +131,7 @@ def test_other_agent_settings_in_one_episode_fail(tmp_path):
             d / "run",
             agent="openai-chat",
             agent_kwargs={"endpoint": srv.openai_base_url, "model": "first"},
-            workers=1,
-            progress=False,
+            options=RunOptions(workers=1, progress=False),
         )
     log = d / "run" / "episodes" / "taxi__state2__r0" / "log.jsonl"
     lines = [json.loads(x) for x in log.read_text().splitlines()]
@@ -204,7 +203,11 @@ def test_submit_refuses_a_run_missing_some_runs_of_a_task(tmp_path):
     from vical.submit.bundle import BundleError
 
     priv, _ = keygen(tmp_path / "team")
-    run_eval(select_tasks("taxi/state1"), tmp_path / "run", runs=2, workers=1, progress=False)
+    run_eval(
+        select_tasks("taxi/state1"),
+        tmp_path / "run",
+        options=RunOptions(runs=2, workers=1, progress=False),
+    )
     shutil.rmtree(tmp_path / "run" / "episodes" / "taxi__state1__r1")
     with pytest.raises(BundleError, match=r"lack some of the run's 2 run\(s\).*taxi/state1"):
         make_bundle(tmp_path / "run", priv, tmp_path / "b.tar.gz", team="T", partial=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vical.report.table import report_run
-from vical.run import load_results, run_eval
+from vical.run import RunOptions, load_results, run_eval
 from vical.spec import all_tasks
 
 pytestmark = pytest.mark.slow
@@ -14,7 +14,9 @@ pytestmark = pytest.mark.slow
 def test_random_reference_over_every_task(tmp_path):
     tasks = all_tasks()
     s = run_eval(
-        tasks, tmp_path / "rand", runs=3, workers=2, frames="none", demos=False, progress=False
+        tasks,
+        tmp_path / "rand",
+        options=RunOptions(runs=3, workers=2, frames="none", demos=False, progress=False),
     )
     assert not s.failed, s.failed[:5]
     results = load_results(tmp_path / "rand")

@@ -17,7 +17,7 @@ import pytest
 from PIL import Image
 
 from vical.envs.core import frame_sha256
-from vical.run import run_eval
+from vical.run import RunOptions, run_eval
 from vical.run.results import EvalResult
 from vical.serve import BaselineServer
 from vical.spec import select_tasks
@@ -32,16 +32,18 @@ TASKS = "taxi/state1,cliffwalking/base"
 def runs(tmp_path_factory):
     d = tmp_path_factory.mktemp("view")
     tasks = select_tasks(TASKS)
-    run_eval(tasks, d / "random-ref", runs=1, workers=1, progress=False, frames="none")
+    run_eval(
+        tasks,
+        d / "random-ref",
+        options=RunOptions(runs=1, workers=1, progress=False, frames="none"),
+    )
     with BaselineServer(fault_rate=0.3, fault_kinds=("malformed",)) as srv:
         summary = run_eval(
             tasks,
             d / "baseline",
             agent="openai-chat",
             agent_kwargs={"endpoint": srv.openai_base_url, "model": "random"},
-            workers=1,
-            progress=False,
-            frames="all",
+            options=RunOptions(workers=1, progress=False, frames="all"),
         )
     assert summary.finished == 2 and not summary.failed
     return d
@@ -309,9 +311,7 @@ def highway_run(tmp_path_factory):
             run,
             agent="openai-chat",
             agent_kwargs={"endpoint": srv.openai_base_url, "model": "first"},
-            workers=1,
-            progress=False,
-            frames="none",
+            options=RunOptions(workers=1, progress=False, frames="none"),
         )
     assert summary.finished == 1
     return run

@@ -221,13 +221,15 @@ def test_another_imagined_frame_than_the_one_shown_is_refused(coupled, tmp_path)
 def test_a_random_agents_simulator_run_checks_the_imagination_by_replay(tmp_path):
     """With the random agent no request shows the frames, so only the re-derivation by
     the simulator can catch a forged imagined frame: it does, and the untouched run passes."""
-    from vical.run import run_eval
+    from vical.run import RunOptions, run_eval
     from vical.spec import select_tasks
 
     priv, pub = keygen(tmp_path / "keys" / "team")
     run = tmp_path / "run"
     coupling = Coupling("simulator", horizon=1, candidates=2)
-    run_eval(select_tasks(TASK), run, workers=1, progress=False, world_model=coupling)
+    run_eval(
+        select_tasks(TASK), run, options=RunOptions(workers=1, progress=False, world_model=coupling)
+    )
     assert verify_bundle(_bundle(run, priv, tmp_path / "ok.tar.gz"), [pub], progress=False).ok
     folder = next((run / "episodes").iterdir())
 
@@ -338,17 +340,23 @@ def test_bad_options_are_one_line_errors(tmp_path, args, words):
 
 def test_a_coupled_run_resumes_only_under_its_own_world_model(tmp_path):
     from vical.errors import RunFolderError
-    from vical.run import run_eval
+    from vical.run import RunOptions, run_eval
     from vical.spec import select_tasks
 
     tasks = select_tasks(TASK)
-    run_eval(tasks, tmp_path / "r", workers=1, progress=False, world_model=Coupling("copy-last"))
+    run_eval(
+        tasks,
+        tmp_path / "r",
+        options=RunOptions(workers=1, progress=False, world_model=Coupling("copy-last")),
+    )
     with pytest.raises(RunFolderError, match="world model"):
         run_eval(
-            tasks, tmp_path / "r", workers=1, progress=False, world_model=Coupling("simulator")
+            tasks,
+            tmp_path / "r",
+            options=RunOptions(workers=1, progress=False, world_model=Coupling("simulator")),
         )
     with pytest.raises(RunFolderError, match="world model"):
-        run_eval(tasks, tmp_path / "r", workers=1, progress=False)
+        run_eval(tasks, tmp_path / "r", options=RunOptions(workers=1, progress=False))
 
 
 def test_a_world_model_that_is_down_stops_the_run_before_any_episode(tmp_path):

@@ -246,7 +246,7 @@ def honest_source(folder: Path) -> tuple[Source, Path]:
     """An honest model-backend bundle (the baseline server, demonstrations shown, two
     tasks) and its public key, made in ``folder``."""
     from fuzz_bundles.generate import load_source
-    from vical.run import run_eval
+    from vical.run import RunOptions, run_eval
     from vical.serve import BaselineServer
     from vical.spec import select_tasks
     from vical.submit.bundle import make_bundle
@@ -259,8 +259,7 @@ def honest_source(folder: Path) -> tuple[Source, Path]:
             folder / "run",
             agent="openai-chat",
             agent_kwargs={"endpoint": srv.openai_base_url, "model": "baseline"},
-            workers=1,
-            progress=False,
+            options=RunOptions(workers=1, progress=False),
         )
     make_bundle(folder / "run", priv, folder / "b.tar.gz", team="Team A", partial=True)
     return load_source(folder / "b.tar.gz", load_private(priv)), pub

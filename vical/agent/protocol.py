@@ -497,7 +497,7 @@ class ProtocolAgent(Agent):
     default_endpoint: ClassVar[str | None] = None
     demo_transport: ClassVar[str] = "frames"  # "frames" (JPEG stills) or "video" (MP4)
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (one keyword per option: built as get_agent(name, **agent_kwargs))
         self,
         *,
         endpoint: str | None = None,

@@ -24,10 +24,13 @@ from vical.cli._common import (
     REASONING_EFFORT,
     TEMPERATURE,
     OptionError,
+    agent_option,
     console,
+    endpoint_option,
     err,
     fail,
     interrupted,
+    model_option,
     say,
 )
 
@@ -71,14 +74,11 @@ def _print_tables(runs: list[Path], out: Path | None) -> None:
 @audit_app.command("run")
 def run_cmd(
     run: Path = typer.Argument(..., help="Run folder to audit (runs/<id>)."),
-    backend: str = typer.Option(
-        None,
-        "--backend",
-        "--agent",
-        help="Auditor backend: openai-chat, openai-responses, gemini, openrouter.",
+    backend: str = agent_option(
+        None, help="Auditor backend: openai-chat, openai-responses, gemini, openrouter."
     ),
-    endpoint: str = typer.Option(None, "--endpoint", help="API base URL of the auditor."),
-    model: str = typer.Option(None, "--model", help="Auditor model name at the endpoint."),
+    endpoint: str = endpoint_option("API base URL of the auditor."),
+    model: str = model_option("Auditor model name at the endpoint."),
     api_key_env: str = API_KEY_ENV,
     temperature: float = TEMPERATURE,
     max_output_tokens: int = MAX_OUTPUT_TOKENS,

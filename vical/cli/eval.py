@@ -25,10 +25,13 @@ from vical.cli._common import (
     REASONING_EFFORT,
     TEMPERATURE,
     OptionError,
+    agent_option,
     console,
+    endpoint_option,
     err,
     fail,
     interrupted,
+    model_option,
     say,
     select,
 )
@@ -226,7 +229,7 @@ def run_and_report(opts: EvalOptions) -> None:
     Exits 1 when an episode crashed, ended in an infrastructure failure, or the
     breaker stopped the run; 130 on an interrupt (finished episodes are kept).
     """
-    from vical.run import run_eval
+    from vical.run import RunOptions, run_eval
     from vical.run.pool import Interrupted
 
     tasks = select(opts.tasks)
@@ -246,20 +249,22 @@ def run_and_report(opts: EvalOptions) -> None:
             agent=opts.agent,
             agent_kwargs=opts.agent_kwargs,
             agent_settings=settings,
-            runs=opts.runs,
-            run_seed=opts.seed,
-            workers=opts.workers,
-            frames=opts.frames,
-            demos=opts.demos,
-            price=price,
-            retry_errors=opts.retry_errors,
-            max_consecutive_errors=opts.max_consecutive_errors,
-            shard=opts.shard,
-            rules=opts.rules,
-            executor=opts.executor,
-            ray_address=opts.ray_address,
-            doctor=doctor,
-            world_model=opts.world_model,
+            options=RunOptions(
+                runs=opts.runs,
+                run_seed=opts.seed,
+                workers=opts.workers,
+                frames=opts.frames,
+                demos=opts.demos,
+                price=price,
+                retry_errors=opts.retry_errors,
+                max_consecutive_errors=opts.max_consecutive_errors,
+                shard=opts.shard,
+                rules=opts.rules,
+                executor=opts.executor,
+                ray_address=opts.ray_address,
+                doctor=doctor,
+                world_model=opts.world_model,
+            ),
         )
     except (Interrupted, KeyboardInterrupt):
         interrupted(f"finished episodes are kept in {out}; to resume, run {resume}")
@@ -313,12 +318,8 @@ def _closing_summary(summary: RunSummary, out: Path) -> None:
 
 
 def eval_cmd(
-    agent: str = typer.Option(
-        "random",
-        "--agent",
-        "--backend",
-        "-a",
-        help="Agent backend: random, openai-chat, openai-responses, gemini, openrouter.",
+    agent: str = agent_option(
+        "random", help="Agent backend: random, openai-chat, openai-responses, gemini, openrouter."
     ),
     tasks: str = typer.Option(
         None, "--tasks", "-t", help="Comma-separated id globs (default: every task)."
@@ -351,8 +352,8 @@ def eval_cmd(
         "$VICAL_PRICES or the packaged vical/agent/prices.yaml.",
     ),
     seed: int = typer.Option(0, "--seed", help="Run seed; each episode's seed derives from it."),
-    endpoint: str = typer.Option(None, "--endpoint", help="API base URL of the model server."),
-    model: str = typer.Option(None, "--model", help="Model name at the endpoint."),
+    endpoint: str = endpoint_option(),
+    model: str = model_option(),
     api_key_env: str = API_KEY_ENV,
     temperature: float = TEMPERATURE,
     max_output_tokens: int = MAX_OUTPUT_TOKENS,

@@ -10,7 +10,14 @@ from pathlib import Path
 
 import typer
 
-from vical.cli._common import console, fail, interrupted, print_verdict
+from vical.cli._common import (
+    console,
+    endpoint_option,
+    fail,
+    interrupted,
+    model_option,
+    print_verdict,
+)
 
 leaderboard_app = typer.Typer(
     help="Maintain the leaderboard of verified bundles.", no_args_is_help=True
@@ -93,13 +100,11 @@ def submit_cmd(
     key: Path = typer.Option(..., "--key", help="Private key from `vical keygen`."),
     out: Path = typer.Option(Path("bundle.tar.gz"), "--out", "-o", help="Bundle file to write."),
     team: str = typer.Option(None, "--team", help="Team name (default: $USER)."),
-    model: str = typer.Option(None, "--model", help="Model name (at the endpoint)."),
+    model: str = model_option("Model name (at the endpoint)."),
     partial: bool = typer.Option(
         False, "--partial", help="Bundle a run that does not cover every task."
     ),
-    endpoint: str = typer.Option(
-        None, "--endpoint", help="Model API base URL: run the evaluation in the pinned image."
-    ),
+    endpoint: str = endpoint_option("Model API base URL: run the evaluation in the pinned image."),
     backend: str = typer.Option("openai-chat", "--backend", help="Backend used in the image."),
     api_key_env: str = typer.Option(
         None, "--api-key-env", help="Variable holding the API key (passed to the image)."

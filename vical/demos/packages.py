@@ -67,7 +67,7 @@ from collections.abc import Callable
 from itertools import combinations
 
 from vical.errors import TaskDataError
-from vical.spec import DemoClip, EnvSpec, TaskDirs, TaskSpec
+from vical.spec import DemoClip, DemoQuota, EnvSpec, TaskDirs, TaskSpec
 
 MIN_FRAMES, MAX_FRAMES = 10, 80
 # the frame total a package of two or more clips aims at (the paper's mean is 45.73;
@@ -96,7 +96,7 @@ def is_win(clip: DemoClip, env: str | None = None) -> bool:
     return clip.label == "Victory" and (marker is None or marker in clip.id)
 
 
-def _order_key(c: DemoClip, env: str | None = None) -> tuple:
+def _order_key(c: DemoClip, env: str | None = None) -> tuple[bool, int, str]:
     return (not is_win(c, env), -frames(c), c.id)
 
 
@@ -145,6 +145,18 @@ def pack_env(
     valid: Callable[[TaskSpec, DemoClip], bool] | None = None,
 ) -> dict[str, list[DemoClip]]:
     """The environment's packages in the paper's shape: ``{variant: [DemoClip, ...]}``."""
+    packer = _Packer(spec, demos, valid or _default_valid)
+    shared = packer.shared_pool()
+    chosen, used = packer.packages(shared)
+    packer.cover(shared, chosen, used)
+    return {
+        v: sorted((packer.pool[c] for c in chosen[v]), key=lambda c: _order_key(c, spec.env))
+        for v in packer.variants
+    }
+
+
+def _quota(spec: EnvSpec) -> DemoQuota:
+    """The environment's quota, with one digit per task (PackError otherwise)."""
     quota = spec.demo_quota
     if quota is None:
         raise PackError(
@@ -152,154 +164,193 @@ def pack_env(
             f"demo_quota: {{pool: <distinct clips>, clips: '<one digit 1-4 per task>', "
             f"loss_scope: env}} before its tasks"
         )
-    n_distinct, pattern, scope = quota.pool, quota.clips, quota.loss_scope
-    variants = [v.variant for v in spec.tasks]
-    if len(pattern) != len(variants):  # a spec changed in code, not loaded from a file
+    if len(quota.clips) != len(spec.tasks):  # a spec changed in code, not loaded from a file
         raise PackError(
-            f"{spec.env}: demo_quota.clips has {len(pattern)} digits for {len(variants)} tasks"
+            f"{spec.env}: demo_quota.clips has {len(quota.clips)} digits for "
+            f"{len(spec.tasks)} tasks"
         )
-    want = {v: int(d) for v, d in zip(variants, pattern, strict=True)}
-    tasks = {v.variant: TaskSpec(env=spec, variant=v) for v in spec.tasks}
-    own = {v: [c.id for c in demos.get(v, [])] for v in variants}
-    pool: dict[str, DemoClip] = {}
-    for v in variants:
-        for clip in demos.get(v, []):
-            if pool.setdefault(clip.id, clip) != clip:
-                raise PackError(f"{spec.env}: clip {clip.id} is defined twice, differently")
-    shown_by = {cid: sum(cid in own[v] for v in variants) for cid in pool}
-    keys = {v: _class_key(tasks[v]) for v in variants}
-    # candidates of a task: its own clips, those of tasks that replay alike, then the rest
-    near: dict[str, list[str]] = {}
-    elig: dict[str, list[str]] = {}
-    for v in variants:
-        ids = list(own[v])
-        for u in variants:
-            if keys[u] == keys[v]:
-                ids += [c for c in own[u] if c not in ids]
-        near[v] = ids
-        elig[v] = ids + [c for c in pool if c not in ids]
-    fr = {cid: frames(c) for cid, c in pool.items()}
-    longest = lambda ids: min(ids, key=lambda i: (-fr[i], i))  # noqa: E731
+    return quota
 
-    # 1. the shared pool
-    valid_cache: dict[tuple[str, str], bool] = {}
-    check = valid or _default_valid
 
-    def ok(v: str, cid: str) -> bool:
-        if cid in own[v]:
-            return True
-        if (v, cid) not in valid_cache:
-            valid_cache[(v, cid)] = check(tasks[v], pool[cid])
-        return valid_cache[(v, cid)]
+# a package's rank among the combinations of a task's candidates (lower is better)
+_Score = tuple[bool, bool, int, int, int, list[str]]
 
-    shared: list[str] = []
-    for v in variants:
-        wins = [c for c in near[v] if is_win(pool[c], spec.env)]
-        if wins:
-            if not any(is_win(pool[c], spec.env) and ok(v, c) for c in shared):
-                shared.append(longest(wins))
-        elif not any(ok(v, c) for c in shared) and own[v]:
-            shared.append(longest(own[v]))
-    groups = _loss_groups(spec, scope)
 
-    def is_loss(c: DemoClip) -> bool:
-        # a scoped loss is a lost life or game (Terminated); otherwise any unsuccessful end
-        return c.label == "Terminated" if scope != "env" else c.label != "Victory"
+class _Packer:
+    """One environment's packing, the three steps of the module docstring: its clips by
+    id, each task's candidates, and the replay checks (``valid``) made so far."""
 
-    for group in groups:
-        fails = [c for v in group for c in near[v] if is_loss(pool[c])]
-        if fails and not any(is_loss(pool[c]) and ok(v, c) for v in group for c in shared):
-            owned = [c for v in group for c in own[v] if is_loss(pool[c])]
-            shared.append(longest(owned or fails))
-    if len(shared) > n_distinct:
-        raise PackError(
-            f"{spec.env}: covering every task and loss group takes {len(shared)} clips, "
-            f"the quota allows {n_distinct}"
-        )
-    while len(shared) < n_distinct and len(shared) < len(pool):
-        have = {v: sum(c in shared for c in near[v]) for v in variants}
-
-        def rank(c: str, have: dict[str, int] = have) -> tuple:
-            deficit = sum(max(0, want[v] - have[v]) for v in variants if c in near[v])
-            return (-deficit, fr[c], -shown_by[c], c)
-
-        shared.append(min((c for c in pool if c not in shared), key=rank))
-    in_shared = set(shared)
-
-    # 2. the packages
-    used: dict[str, int] = {}
-    chosen: dict[str, list[str]] = {}
-    for v in variants:
-        k = want[v]
-        need_fail = k >= 2 or scope == "every"
-
-        def best_of(
-            cands: list[str], k: int = k, v: str = v, need_fail: bool = need_fail
-        ) -> tuple | None:
-            best = None
-            for combo in combinations(cands, k):
-                total = sum(fr[c] for c in combo)
-                if not MIN_FRAMES <= total <= MAX_FRAMES:
-                    continue
-                score = (
-                    not any(is_win(pool[c], spec.env) for c in combo),
-                    need_fail and not any(is_loss(pool[c]) for c in combo),
-                    abs(total - (TARGET_FRAMES if k > 1 else MAX_FRAMES)),
-                    sum(c not in own[v] for c in combo),
-                    -sum(c not in used for c in combo),
-                    sorted(combo),
-                )
-                if best is None or score < best[0]:
-                    best = (score, combo)
-            return best
-
-        mine = [c for c in own[v] if c in in_shared]
-        best = best_of(mine)
-        # the task's own clips do unless they lack a success or a needed failure, or (one
-        # clip) a longer success of the shared pool may replay on the task
-        longest_win = max((fr[c] for c in shared if is_win(pool[c], spec.env)), default=0)
-        if (
-            best is None
-            or best[0][0]
-            or best[0][1]
-            or (k == 1 and sum(fr[c] for c in best[1]) < longest_win)
-        ):
-            more = [c for c in elig[v] if c in in_shared and c not in mine and ok(v, c)]
-            best = best_of(mine + more) or best
-        if best is None:
-            raise PackError(f"{spec.env}/{v}: no {k} clips of the shared pool make 10-80 frames")
-        chosen[v] = list(best[1])
-        for c in chosen[v]:
-            used[c] = used.get(c, 0) + 1
-
-    # 3. coverage: every clip of the shared pool is shown somewhere
-    for cid in shared:
-        if used.get(cid):
-            continue
+    def __init__(
+        self,
+        spec: EnvSpec,
+        demos: dict[str, list[DemoClip]],
+        valid: Callable[[TaskSpec, DemoClip], bool],
+    ) -> None:
+        quota = _quota(spec)
+        self.spec, self.env = spec, spec.env
+        self.n_distinct, self.scope = quota.pool, quota.loss_scope
+        variants = self.variants = [v.variant for v in spec.tasks]
+        self.want = {v: int(d) for v, d in zip(variants, quota.clips, strict=True)}
+        self.tasks = {v.variant: TaskSpec(env=spec, variant=v) for v in spec.tasks}
+        self.own = {v: [c.id for c in demos.get(v, [])] for v in variants}
+        self.pool: dict[str, DemoClip] = {}
         for v in variants:
-            if cid not in elig[v] or not ok(v, cid):
-                continue
-            swap = [
-                c
-                for c in chosen[v]
-                if used[c] > 1
-                and (
-                    is_win(pool[c], spec.env) == is_win(pool[cid], spec.env)
-                    if scope == "env"
-                    else pool[c].label == pool[cid].label
+            for clip in demos.get(v, []):
+                if self.pool.setdefault(clip.id, clip) != clip:
+                    raise PackError(f"{spec.env}: clip {clip.id} is defined twice, differently")
+        self.shown_by = {cid: sum(cid in self.own[v] for v in variants) for cid in self.pool}
+        # candidates of a task: its own clips, those of tasks that replay alike, then the rest
+        keys = {v: _class_key(self.tasks[v]) for v in variants}
+        self.near: dict[str, list[str]] = {}
+        self.elig: dict[str, list[str]] = {}
+        for v in variants:
+            ids = list(self.own[v])
+            for u in variants:
+                if keys[u] == keys[v]:
+                    ids += [c for c in self.own[u] if c not in ids]
+            self.near[v] = ids
+            self.elig[v] = ids + [c for c in self.pool if c not in ids]
+        self.fr = {cid: frames(c) for cid, c in self.pool.items()}
+        self._valid = valid
+        self._valid_cache: dict[tuple[str, str], bool] = {}
+
+    def longest(self, ids: list[str]) -> str:
+        return min(ids, key=lambda i: (-self.fr[i], i))
+
+    def win(self, cid: str) -> bool:
+        return is_win(self.pool[cid], self.env)
+
+    def loss(self, cid: str) -> bool:
+        # a scoped loss is a lost life or game (Terminated); otherwise any unsuccessful end
+        label = self.pool[cid].label
+        return label == "Terminated" if self.scope != "env" else label != "Victory"
+
+    def ok(self, v: str, cid: str) -> bool:
+        """Clip ``cid`` is valid on task ``v`` (replayed once per pair)."""
+        if cid in self.own[v]:
+            return True
+        if (v, cid) not in self._valid_cache:
+            self._valid_cache[(v, cid)] = self._valid(self.tasks[v], self.pool[cid])
+        return self._valid_cache[(v, cid)]
+
+    # -- 1. the shared pool --------------------------------------------------------------
+    def shared_pool(self) -> list[str]:
+        shared: list[str] = []
+        for v in self.variants:
+            wins = [c for c in self.near[v] if self.win(c)]
+            if wins:
+                if not any(self.win(c) and self.ok(v, c) for c in shared):
+                    shared.append(self.longest(wins))
+            elif not any(self.ok(v, c) for c in shared) and self.own[v]:
+                shared.append(self.longest(self.own[v]))
+        for group in _loss_groups(self.spec, self.scope):
+            fails = [c for v in group for c in self.near[v] if self.loss(c)]
+            if fails and not any(self.loss(c) and self.ok(v, c) for v in group for c in shared):
+                owned = [c for v in group for c in self.own[v] if self.loss(c)]
+                shared.append(self.longest(owned or fails))
+        if len(shared) > self.n_distinct:
+            raise PackError(
+                f"{self.env}: covering every task and loss group takes {len(shared)} clips, "
+                f"the quota allows {self.n_distinct}"
+            )
+        while len(shared) < self.n_distinct and len(shared) < len(self.pool):
+            shared.append(self._next_for_pool(shared))
+        return shared
+
+    def _next_for_pool(self, shared: list[str]) -> str:
+        """The clip that most reduces the shortfall of near clips, then the shorter, then
+        the one more tasks show, then by id."""
+        have = {v: sum(c in shared for c in self.near[v]) for v in self.variants}
+
+        def rank(c: str) -> tuple[int, int, int, str]:
+            deficit = sum(
+                max(0, self.want[v] - have[v]) for v in self.variants if c in self.near[v]
+            )
+            return (-deficit, self.fr[c], -self.shown_by[c], c)
+
+        return min((c for c in self.pool if c not in shared), key=rank)
+
+    # -- 2. the packages -----------------------------------------------------------------
+    def packages(self, shared: list[str]) -> tuple[dict[str, list[str]], dict[str, int]]:
+        """Each task's clips, and how many packages show each clip."""
+        in_shared = set(shared)
+        longest_win = max((self.fr[c] for c in shared if self.win(c)), default=0)
+        used: dict[str, int] = {}
+        chosen: dict[str, list[str]] = {}
+        for v in self.variants:
+            k = self.want[v]
+            mine = [c for c in self.own[v] if c in in_shared]
+            best = self._best_of(v, mine, used)
+            # the task's own clips do unless they lack a success or a needed failure, or
+            # (one clip) a longer success of the shared pool may replay on the task
+            if (
+                best is None
+                or best[0][0]
+                or best[0][1]
+                or (k == 1 and sum(self.fr[c] for c in best[1]) < longest_win)
+            ):
+                more = [
+                    c for c in self.elig[v] if c in in_shared and c not in mine and self.ok(v, c)
+                ]
+                best = self._best_of(v, mine + more, used) or best
+            if best is None:
+                raise PackError(
+                    f"{self.env}/{v}: no {k} clips of the shared pool make 10-80 frames"
                 )
-                and MIN_FRAMES <= sum(fr[x] for x in chosen[v]) - fr[c] + fr[cid] <= MAX_FRAMES
-            ]
-            if swap:
-                c = swap[0]
-                chosen[v] = [cid if x == c else x for x in chosen[v]]
-                used[c] -= 1
-                used[cid] = 1
-                break
-    return {
-        v: sorted((pool[c] for c in chosen[v]), key=lambda c: _order_key(c, spec.env))
-        for v in variants
-    }
+            chosen[v] = list(best[1])
+            for c in chosen[v]:
+                used[c] = used.get(c, 0) + 1
+        return chosen, used
+
+    def _best_of(
+        self, v: str, cands: list[str], used: dict[str, int]
+    ) -> tuple[_Score, tuple[str, ...]] | None:
+        """The best combination of task ``v``'s digit of clips among ``cands``, with its
+        score (None: no combination makes 10-80 frames)."""
+        k = self.want[v]
+        need_fail = k >= 2 or self.scope == "every"
+        best: tuple[_Score, tuple[str, ...]] | None = None
+        for combo in combinations(cands, k):
+            total = sum(self.fr[c] for c in combo)
+            if not MIN_FRAMES <= total <= MAX_FRAMES:
+                continue
+            score: _Score = (
+                not any(self.win(c) for c in combo),
+                need_fail and not any(self.loss(c) for c in combo),
+                abs(total - (TARGET_FRAMES if k > 1 else MAX_FRAMES)),
+                sum(c not in self.own[v] for c in combo),
+                -sum(c not in used for c in combo),
+                sorted(combo),
+            )
+            if best is None or score < best[0]:
+                best = (score, combo)
+        return best
+
+    # -- 3. coverage: every clip of the shared pool is shown somewhere -------------------
+    def cover(self, shared: list[str], chosen: dict[str, list[str]], used: dict[str, int]) -> None:
+        for cid in shared:
+            if used.get(cid):
+                continue
+            for v in self.variants:
+                if cid not in self.elig[v] or not self.ok(v, cid):
+                    continue
+                swap = [c for c in chosen[v] if used[c] > 1 and self._swappable(chosen[v], c, cid)]
+                if swap:
+                    c = swap[0]
+                    chosen[v] = [cid if x == c else x for x in chosen[v]]
+                    used[c] -= 1
+                    used[cid] = 1
+                    break
+
+    def _swappable(self, package: list[str], c: str, cid: str) -> bool:
+        """Clip ``cid`` may replace ``c`` in ``package``: the same kind (success or not;
+        under a loss scope other than "env", the same label), and still 10-80 frames."""
+        if self.scope == "env":
+            same = self.win(c) == self.win(cid)
+        else:
+            same = self.pool[c].label == self.pool[cid].label
+        total = sum(self.fr[x] for x in package) - self.fr[c] + self.fr[cid]
+        return same and MIN_FRAMES <= total <= MAX_FRAMES
 
 
 def pack_stored(

@@ -213,7 +213,13 @@ def _write_run(
 ) -> None:
     from vical.run.doctor import skipped_entry
     from vical.run.results import EvalResult, RunManifest, atomic_write_json
-    from vical.run.runner import EpisodeJob, lock_run_folder, prepare_run, run_episode
+    from vical.run.runner import (
+        EpisodeJob,
+        RunOptions,
+        lock_run_folder,
+        prepare_run,
+        run_episode,
+    )
 
     with lock_run_folder(out):
         prepare_run(
@@ -221,12 +227,15 @@ def _write_run(
             tasks,
             BACKEND,
             settings,
-            int(info["run_seed"]),
-            int(info["runs"]),
-            bool(info["demos"]),
-            None,
-            str(info["rules"]),
-            skipped_entry("played through Inspect AI, which does not run the self-check"),
+            RunOptions(
+                run_seed=int(info["run_seed"]),
+                runs=int(info["runs"]),
+                demos=bool(info["demos"]),
+                rules=str(info["rules"]),
+                doctor=skipped_entry(
+                    "played through Inspect AI, which does not run the self-check"
+                ),
+            ),
         )
         machine = played[0][2].get("machine")
         if isinstance(machine, dict):

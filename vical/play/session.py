@@ -42,6 +42,7 @@ from vical.run.results import RunManifest
 from vical.run.runner import (
     FRAME_MODES,
     EpisodeJob,
+    RunOptions,
     RunSummary,
     lock_run_folder,
     prepare_run,
@@ -149,9 +150,7 @@ class PlaySession:
                 self.tasks,
                 AGENT_NAME,
                 {"participant": self.participant},
-                run_seed=0,
-                runs=self.runs,
-                demos=True,
+                RunOptions(run_seed=0, runs=self.runs, demos=True),
             )
             summary = RunSummary(self.run_dir, total=len(self.items), skipped=0, finished=0)
             self.done = scan_episodes(self.run_dir, retry_errors=False, summary=summary)

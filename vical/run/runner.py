@@ -205,39 +205,83 @@ def settings_differences(old: RunManifest, new: RunManifest) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How :func:`run_eval` plays a run, beside its tasks, folder and agent.
+
+    ``runs`` episodes per task from ``run_seed``; ``workers`` episodes in flight
+    (default: one per core, or the Ray cluster's CPUs); ``frames`` (one of
+    :data:`FRAME_MODES`) the PNG frames saved; ``demos`` and ``rules`` (``basic`` or
+    ``detailed``) the first turn's conditions (the paper's ablation, Section 4.4);
+    ``progress`` draws the progress bar; ``price`` (USD per million input/output
+    tokens) turns token usage into ``cost_usd``; ``retry_errors`` re-runs, on resume,
+    episodes that ended in an infrastructure failure; ``max_consecutive_errors`` is
+    the circuit breaker (0: off); ``shard`` plays one slice of the episodes
+    (:mod:`vical.run.shard`); ``executor`` (one of :data:`EXECUTORS`) and
+    ``ray_address`` say where episodes run; ``doctor`` is the self-check's manifest
+    entry; ``world_model`` (a :class:`vical.wm.couple.Coupling`) makes a coupled run.
+    """
+
+    runs: int = 1
+    run_seed: int = 0
+    workers: int | None = None
+    frames: str = "none"
+    demos: bool = True
+    progress: bool = True
+    price: dict[str, float] | None = None
+    retry_errors: bool = True
+    max_consecutive_errors: int = 5
+    shard: Shard | None = None
+    rules: str = "basic"
+    executor: str = "local"
+    ray_address: str | None = None
+    doctor: dict[str, Any] | None = None
+    world_model: Any = None
+
+    def check(self) -> None:
+        """Refuse (ValueError) a ``frames``, ``executor`` or ``rules`` value not known."""
+        if self.frames not in FRAME_MODES:
+            raise ValueError(f"frames must be one of {', '.join(FRAME_MODES)}, not {self.frames!r}")
+        if self.executor not in EXECUTORS:
+            raise ValueError(
+                f"executor must be one of {', '.join(EXECUTORS)}, not {self.executor!r}"
+            )
+        if self.rules not in ("basic", "detailed"):
+            raise ValueError(f"rules must be basic or detailed, not {self.rules!r}")
+
+
 def prepare_run(
     run_dir: Path,
     tasks: list[TaskSpec],
     agent: str,
     agent_settings: dict[str, Any],
-    run_seed: int,
-    runs: int,
-    demos: bool = True,
+    options: RunOptions = RunOptions(),
     shard: ShardInfo | None = None,
-    rules: str = "basic",
-    doctor: dict[str, Any] | None = None,
-    world_model: dict[str, Any] | None = None,
 ) -> RunManifest:
     """Create (or check, when resuming) the run folder and its manifest.
 
-    ``shard`` is recorded when the run plays one slice of its episodes
-    (:mod:`vical.run.shard`); a folder is resumed only as the same slice.
-    ``doctor`` is the self-check's manifest entry (:mod:`vical.run.doctor`); the
-    manifest also records this machine's CPU. A resumed run keeps the entries its
-    manifest has and fills those it lacks.
+    The manifest records the run's conditions from ``options`` (runs, run seed,
+    ``demos``, ``rules``, ``doctor``: the self-check's entry, :mod:`vical.run.doctor`,
+    and the ``world_model`` coupling's entry) and this machine's CPU. ``shard`` is
+    recorded when the run plays one slice of its episodes (:mod:`vical.run.shard`;
+    :func:`run_eval` derives it from ``options.shard``); a folder is resumed only as
+    the same slice. A resumed run keeps the entries its manifest has and fills those
+    it lacks.
 
     Call it with the folder's lock held (:func:`lock_run_folder`): it clears
     ``.partial/``, which only a writer of this folder may do.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
-    from vical.agent.redact import redact_argv
+    from vical.agent.redact import redact_argv, redact_url
     from vical.run.doctor import machine
 
+    coupling = options.world_model
+    runs = options.runs
     manifest = RunManifest(
         run_id=run_dir.name,
         agent=agent,
         agent_settings=agent_settings,
-        run_seed=run_seed,
+        run_seed=options.run_seed,
         runs_per_task=runs,
         tasks=[t.id for t in tasks],
         tasks_digest=tasks_digest(),
@@ -245,12 +289,12 @@ def prepare_run(
         created_at=_now(),
         command=redact_argv(list(sys.argv)),
         image=image_info(),
-        demos=demos,
-        rules=rules,
+        demos=options.demos,
+        rules=options.rules,
         shard=shard,
-        doctor=doctor,
+        doctor=options.doctor,
         machine=machine(),
-        world_model=world_model,
+        world_model=None if coupling is None else coupling.manifest(redact_url),
     )
     path = run_dir / "manifest.json"
     if path.exists():
@@ -435,47 +479,37 @@ def run_eval(
     agent: str = "random",
     agent_kwargs: dict[str, Any] | None = None,
     agent_settings: dict[str, Any] | None = None,
-    runs: int = 1,
-    run_seed: int = 0,
-    workers: int | None = None,
-    frames: str = "none",
-    demos: bool = True,
-    progress: bool = True,
-    price: dict[str, float] | None = None,
-    retry_errors: bool = True,
-    max_consecutive_errors: int = 5,
-    shard: Shard | None = None,
-    rules: str = "basic",
-    executor: str = "local",
-    ray_address: str | None = None,
-    doctor: dict[str, Any] | None = None,
-    world_model: Any = None,
+    options: RunOptions = RunOptions(),
 ) -> RunSummary:
     """Run every (task, run index) episode not yet finished in ``run_dir``.
 
-    With ``shard``, only that slice of the episodes (:func:`vical.run.shard.select_shard`)
-    is run, and the manifest records it so ``vical merge`` can put the slices together.
+    ``options`` (:class:`RunOptions`) says how; ``agent_settings`` are the settings
+    the manifest records (None: what the agent built from ``agent_kwargs`` reports).
 
-    ``executor`` is ``local`` (worker processes, :func:`vical.run.pool.run_pool`) or
-    ``ray`` (tasks on the Ray cluster at ``ray_address``, or ``$RAY_ADDRESS``:
-    :mod:`vical.run.ray_executor`); ``workers`` is then the most episodes in flight
-    (default: the cluster's CPUs).
+    With ``options.shard``, only that slice of the episodes
+    (:func:`vical.run.shard.select_shard`) is run, and the manifest records it so
+    ``vical merge`` can put the slices together.
 
-    ``rules`` (``basic`` or ``detailed``) is the rules text the first turn carries
-    and ``demos`` whether it carries the demonstrations: the two conditions of the
-    paper's ablation (Section 4.4), both recorded in the manifest.
+    ``options.executor`` is ``local`` (worker processes, :func:`vical.run.pool.run_pool`)
+    or ``ray`` (tasks on the Ray cluster at ``options.ray_address``, or ``$RAY_ADDRESS``:
+    :mod:`vical.run.ray_executor`); ``options.workers`` is then the most episodes in
+    flight (default: the cluster's CPUs).
 
-    ``doctor`` is the result of the reproducibility self-check the caller ran
+    ``options.rules`` (``basic`` or ``detailed``) is the rules text the first turn
+    carries and ``options.demos`` whether it carries the demonstrations: the two
+    conditions of the paper's ablation (Section 4.4), both recorded in the manifest.
+
+    ``options.doctor`` is the result of the reproducibility self-check the caller ran
     before the first request (:meth:`vical.run.doctor.DoctorReport.manifest_entry`
     or :func:`vical.run.doctor.skipped_entry`), recorded in the manifest.
 
-    ``world_model`` (a :class:`vical.wm.couple.Coupling`) makes a coupled run: before
-    each decision the world model imagines every candidate's rollout, logged and shown
-    to the agent (``vical wm couple``); the manifest records it as ``world_model``.
+    ``options.world_model`` (a :class:`vical.wm.couple.Coupling`) makes a coupled run:
+    before each decision the world model imagines every candidate's rollout, logged and
+    shown to the agent (``vical wm couple``); the manifest records it as ``world_model``.
 
-    ``price`` (USD per million input/output tokens) turns each episode's token
-    usage into ``cost_usd``. ``frames`` is ``none``, ``failed`` or ``all``.
-    After ``max_consecutive_errors`` episodes in a row end in an
+    ``options.price`` (USD per million input/output tokens) turns each episode's token
+    usage into ``cost_usd``. ``options.frames`` is ``none``, ``failed`` or ``all``.
+    After ``options.max_consecutive_errors`` episodes in a row end in an
     infrastructure failure the run stops scheduling (a circuit breaker; 0
     turns it off) and ``RunSummary.stopped_by_breaker`` is set. Raises
     :class:`vical.run.pool.Interrupted` on SIGINT/SIGTERM with every finished
@@ -483,12 +517,9 @@ def run_eval(
     """
     from vical.run.pool import Interrupted, run_pool
 
-    if frames not in FRAME_MODES:
-        raise ValueError(f"frames must be one of {', '.join(FRAME_MODES)}, not {frames!r}")
-    if executor not in EXECUTORS:
-        raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
-    if rules not in ("basic", "detailed"):
-        raise ValueError(f"rules must be basic or detailed, not {rules!r}")
+    options.check()
+    runs, executor = options.runs, options.executor
+    max_consecutive_errors = options.max_consecutive_errors
     agent_kwargs = dict(agent_kwargs or {})
     run_dir = Path(run_dir)
     with lock_run_folder(run_dir):
@@ -500,29 +531,24 @@ def run_eval(
             probe.close()
         episodes = [(t.id, k) for t in tasks for k in range(runs)]
         info = None
-        if shard is not None:
-            episodes, info = select_shard(tasks, runs, shard)
-        from vical.agent.redact import redact_url
-
-        entry = None if world_model is None else world_model.manifest(redact_url)
-        prepare_run(
-            run_dir, tasks, agent, agent_settings, run_seed, runs, demos, info, rules, doctor, entry
-        )
+        if options.shard is not None:
+            episodes, info = select_shard(tasks, runs, options.shard)
+        prepare_run(run_dir, tasks, agent, agent_settings, options, info)
         summary = RunSummary(run_dir, total=len(episodes), skipped=0, finished=0)
-        done = scan_episodes(run_dir, retry_errors, summary)
+        done = scan_episodes(run_dir, options.retry_errors, summary)
         jobs = [
             EpisodeJob(
                 tid,
                 k,
                 agent,
                 agent_kwargs,
-                run_seed,
+                options.run_seed,
                 str(run_dir),
-                frames,
-                demos,
-                price,
-                rules,
-                world_model,
+                options.frames,
+                options.demos,
+                options.price,
+                options.rules,
+                options.world_model,
             )
             for tid, k in episodes
             if episode_name(tid, k) not in done
@@ -530,9 +556,9 @@ def run_eval(
         summary.skipped = summary.total - len(jobs)
         if not jobs:
             return summary
-        in_flight = workers  # for ray: None is as many as the cluster has CPUs
-        workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
-        bar, room = _progress_bar(progress)
+        in_flight = options.workers  # for ray: None is as many as the cluster has CPUs
+        workers = max(1, min(options.workers or os.cpu_count() or 1, len(jobs)))
+        bar, room = _progress_bar(options.progress)
         tally = _Tally()
         streak = 0
 
@@ -566,7 +592,7 @@ def run_eval(
             from vical.run.ray_executor import connected
             from vical.run.ray_executor import ray_address as address
 
-            cluster = connected(address(ray_address))
+            cluster = connected(address(options.ray_address))
         try:
             with cluster as ray, bar:
                 pid = bar.add_task(

@@ -68,8 +68,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m vical.serve") -> 
     if not 0.0 <= args.fault_rate <= 1.0:
         build_parser(prog).error(f"--fault-rate must be between 0 and 1, not {args.fault_rate}")
     server = BaselineServer(
-        args.host,
-        args.port,
+        (args.host, args.port),
         seed=args.seed,
         delay=args.delay,
         fault_rate=args.fault_rate,

@@ -8,7 +8,7 @@ import threading
 import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 from vical.serve.auditor import (
@@ -49,12 +49,14 @@ def is_served_model(model: str) -> bool:
 
 
 class BaselineServer(BackgroundServer):
-    """The baseline server; ``with BaselineServer() as s:`` runs it on a free port."""
+    """The baseline server; ``with BaselineServer() as s:`` runs it on a free port.
+
+    ``address`` is the ``(host, port)`` it listens on (port 0: a free one).
+    """
 
     def __init__(
         self,
-        host: str = "127.0.0.1",
-        port: int = 0,
+        address: tuple[str, int] = ("127.0.0.1", 0),
         *,
         seed: int = 0,
         delay: float = 0.0,
@@ -87,7 +89,7 @@ class BaselineServer(BackgroundServer):
         self._rng = random.Random(seed)
         self.experts = ExpertPolicy()
         self.stopping = threading.Event()  # set by stop(): releases "hang" faults
-        self._httpd = ThreadingHTTPServer((host, port), _make_handler(self))
+        self._httpd = ThreadingHTTPServer(address, _make_handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -137,164 +139,176 @@ class BaselineServer(BackgroundServer):
 
 
 def _make_handler(server: BaselineServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        # headers and body leave in two writes; with Nagle's algorithm on, the body
-        # waited for the client's delayed ACK of the headers (about 40 ms a reply)
-        disable_nagle_algorithm = True
+    """The handler class of ``server``'s HTTP server (a :class:`_Handler` bound to it)."""
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def _send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(obj).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self) -> None:
-            if self.path.rstrip("/") == "/v1/models":
-                data = [{"id": p, "object": "model", "owned_by": "vical"} for p in POLICIES]
-                self._send_json(200, {"object": "list", "data": data})
-            elif self.path == "/stats":
-                with server.lock:
-                    self._send_json(
-                        200, {"models": dict(server.counts), "responses": dict(server.stats)}
-                    )
-            else:
-                self._send_json(404, {"error": {"message": f"no route {self.path}"}})
-
-        def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            path = self.path.split("?", 1)[0]
-            if path == "/v1/wm/predict":  # the world-model protocol (vical.wm.protocol)
-                from vical.wm.protocol import serve_predict
-
-                self._send_json(*serve_predict(raw, server.wm))
-                return
-            found = route(path)
-            if found is None:
-                self._send_json(404, {"error": {"message": f"no route {path}"}})
-                return
-            api, path_model = found
-            entry: dict[str, Any] = {"api": api, "path": path}
-            try:
-                body = json.loads(raw)
-                if not isinstance(body, dict):
-                    raise BadRequest("the body must be a JSON object")
-                conv = read_request(api, body, path_model)
-            except (BadRequest, json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
-                entry["model"] = None
-                self._finish(entry, api, 400, error_body(api, 400, f"bad request: {e}"))
-                return
-            entry.update(
-                model=conv.model,
-                n_images=len(conv.images),
-                n_videos=len(conv.videos),
-                n_system=conv.n_system,
-                n_assistant=conv.n_assistant,
-            )
-            if server.record_bodies:
-                entry["body"] = body
-            if not server.any_model and not is_served_model(conv.model):
-                self._finish(entry, api, 404, unknown_model_body(api, conv.model, SERVED_MODELS))
-                return
-            with server.lock:
-                n_before = server.counts[conv.model]
-                server.counts[conv.model] += 1
-            fault = server.choose_fault(conv, n_before)
-            entry["fault"] = fault.kind if fault else None
-            if server.delay:
-                time.sleep(server.delay)
-            if fault and fault.kind == "slow":
-                time.sleep((fault.arg or 0) / 1000.0)
-            if fault and fault.kind == "429":
-                ra = server.retry_after
-                ra_text = str(int(ra)) if float(ra).is_integer() else str(ra)
-                self._finish(
-                    entry,
-                    api,
-                    429,
-                    error_body(api, 429, "rate limit reached (injected fault)"),
-                    {"Retry-After": ra_text},
-                )
-                return
-            if fault and fault.kind == "400":
-                self._finish(
-                    entry, api, 400, error_body(api, 400, "invalid request (injected fault)")
-                )
-                return
-            if fault and fault.kind == "500":
-                self._finish(
-                    entry, api, 500, error_body(api, 500, "internal error (injected fault)")
-                )
-                return
-            if fault and fault.kind == "context-length":
-                self._finish(entry, api, 400, context_error_body(api, conv))
-                return
-            if fault and fault.kind == "401-echo":
-                heard = self._credential_heard()
-                message = f"Incorrect API key provided: {heard} (injected fault)"
-                self._finish(entry, api, 401, error_body(api, 401, message))
-                return
-            if fault and fault.kind == "hang":
-                entry["status"] = None
-                with server.lock:
-                    server.requests.append(entry)
-                    server.stats[f"{api}:hang"] += 1
-                server.stopping.wait(HANG_LIMIT)
-                self.close_connection = True  # drop the request without an answer
-                return
-            if fault and fault.kind in BROKEN_BODIES:
-                ctype, data = BROKEN_BODIES[fault.kind]
-                self._finish_raw(entry, api, 200, data, ctype)
-                return
-            text, seen = server.answer(conv, raw, fault)
-            out_tokens = max(1, len(text) // 4)
-            in_tokens = conv.estimated_tokens()
-            obj = reply_body(api, body, conv, text, seen, in_tokens, out_tokens)
-            self._finish(entry, api, 200, obj)
-
-        def _finish(
-            self,
-            entry: dict[str, Any],
-            api: str,
-            status: int,
-            obj: Any,
-            headers: dict[str, str] | None = None,
-        ) -> None:
-            entry["status"] = status
-            with server.lock:
-                server.requests.append(entry)
-                server.stats[f"{api}:{status}"] += 1
-            self._send_json(status, obj, headers)
-
-        def _finish_raw(
-            self, entry: dict[str, Any], api: str, status: int, data: bytes, ctype: str
-        ) -> None:
-            entry["status"] = status
-            with server.lock:
-                server.requests.append(entry)
-                server.stats[f"{api}:{status}"] += 1
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _credential_heard(self) -> str:
-            """The credential the request carried, whichever way it was sent."""
-            auth = self.headers.get("Authorization") or ""
-            if auth:
-                return auth.split(" ", 1)[-1]
-            goog = self.headers.get("x-goog-api-key") or self.headers.get("api-key")
-            if goog:
-                return goog
-            query = parse_qs(urlsplit(self.path).query)
-            return (query.get("key") or ["<none>"])[0]
+    class Handler(_Handler):
+        baseline = server
 
     return Handler
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Answers the requests of :attr:`baseline` (bound by :func:`_make_handler`)."""
+
+    baseline: ClassVar[BaselineServer]
+    protocol_version = "HTTP/1.1"
+    # headers and body leave in two writes; with Nagle's algorithm on, the body
+    # waited for the client's delayed ACK of the headers (about 40 ms a reply)
+    disable_nagle_algorithm = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        server = self.baseline
+        if self.path.rstrip("/") == "/v1/models":
+            data = [{"id": p, "object": "model", "owned_by": "vical"} for p in POLICIES]
+            self._send_json(200, {"object": "list", "data": data})
+        elif self.path == "/stats":
+            with server.lock:
+                self._send_json(
+                    200, {"models": dict(server.counts), "responses": dict(server.stats)}
+                )
+        else:
+            self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self) -> None:
+        server = self.baseline
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        path = self.path.split("?", 1)[0]
+        if path == "/v1/wm/predict":  # the world-model protocol (vical.wm.protocol)
+            from vical.wm.protocol import serve_predict
+
+            self._send_json(*serve_predict(raw, server.wm))
+            return
+        found = route(path)
+        if found is None:
+            self._send_json(404, {"error": {"message": f"no route {path}"}})
+            return
+        api, path_model = found
+        entry: dict[str, Any] = {"api": api, "path": path}
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict):
+                raise BadRequest("the body must be a JSON object")
+            conv = read_request(api, body, path_model)
+        except (BadRequest, json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
+            entry["model"] = None
+            self._finish(entry, api, 400, error_body(api, 400, f"bad request: {e}"))
+            return
+        entry.update(
+            model=conv.model,
+            n_images=len(conv.images),
+            n_videos=len(conv.videos),
+            n_system=conv.n_system,
+            n_assistant=conv.n_assistant,
+        )
+        if server.record_bodies:
+            entry["body"] = body
+        if not server.any_model and not is_served_model(conv.model):
+            self._finish(entry, api, 404, unknown_model_body(api, conv.model, SERVED_MODELS))
+            return
+        with server.lock:
+            n_before = server.counts[conv.model]
+            server.counts[conv.model] += 1
+        fault = server.choose_fault(conv, n_before)
+        entry["fault"] = fault.kind if fault else None
+        if server.delay:
+            time.sleep(server.delay)
+        if fault and fault.kind == "slow":
+            time.sleep((fault.arg or 0) / 1000.0)
+        if fault and self._answer_fault(entry, api, conv, fault.kind):
+            return
+        text, seen = server.answer(conv, raw, fault)
+        out_tokens = max(1, len(text) // 4)
+        in_tokens = conv.estimated_tokens()
+        obj = reply_body(api, body, conv, text, seen, in_tokens, out_tokens)
+        self._finish(entry, api, 200, obj)
+
+    def _answer_fault(self, entry: dict[str, Any], api: str, conv: Conversation, kind: str) -> bool:
+        """Answer with the injected fault ``kind`` instead of a reply; False for a fault
+        that leaves the reply to be made (``slow``, and those of the reply's text)."""
+        server = self.baseline
+        if kind == "429":
+            ra = server.retry_after
+            ra_text = str(int(ra)) if float(ra).is_integer() else str(ra)
+            self._finish(
+                entry,
+                api,
+                429,
+                error_body(api, 429, "rate limit reached (injected fault)"),
+                {"Retry-After": ra_text},
+            )
+        elif kind == "400":
+            self._finish(entry, api, 400, error_body(api, 400, "invalid request (injected fault)"))
+        elif kind == "500":
+            self._finish(entry, api, 500, error_body(api, 500, "internal error (injected fault)"))
+        elif kind == "context-length":
+            self._finish(entry, api, 400, context_error_body(api, conv))
+        elif kind == "401-echo":
+            heard = self._credential_heard()
+            message = f"Incorrect API key provided: {heard} (injected fault)"
+            self._finish(entry, api, 401, error_body(api, 401, message))
+        elif kind == "hang":
+            entry["status"] = None
+            with server.lock:
+                server.requests.append(entry)
+                server.stats[f"{api}:hang"] += 1
+            server.stopping.wait(HANG_LIMIT)
+            self.close_connection = True  # drop the request without an answer
+        elif kind in BROKEN_BODIES:
+            ctype, data = BROKEN_BODIES[kind]
+            self._finish_raw(entry, api, 200, data, ctype)
+        else:
+            return False
+        return True
+
+    def _finish(
+        self,
+        entry: dict[str, Any],
+        api: str,
+        status: int,
+        obj: Any,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        server = self.baseline
+        entry["status"] = status
+        with server.lock:
+            server.requests.append(entry)
+            server.stats[f"{api}:{status}"] += 1
+        self._send_json(status, obj, headers)
+
+    def _finish_raw(
+        self, entry: dict[str, Any], api: str, status: int, data: bytes, ctype: str
+    ) -> None:
+        server = self.baseline
+        entry["status"] = status
+        with server.lock:
+            server.requests.append(entry)
+            server.stats[f"{api}:{status}"] += 1
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _credential_heard(self) -> str:
+        """The credential the request carried, whichever way it was sent."""
+        auth = self.headers.get("Authorization") or ""
+        if auth:
+            return auth.split(" ", 1)[-1]
+        goog = self.headers.get("x-goog-api-key") or self.headers.get("api-key")
+        if goog:
+            return goog
+        query = parse_qs(urlsplit(self.path).query)
+        return (query.get("key") or ["<none>"])[0]

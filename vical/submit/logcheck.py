@@ -469,7 +469,7 @@ class _Protocol:
         self, step: int, hashes: list[Any], jpegs: dict[int, str], rollouts: list[Any] | None = None
     ) -> tuple[str | None, str | None]:
         from vical.agent.parse import parse_reply
-        from vical.agent.protocol import CONTEXT_LENGTH, RETRYABLE, reply_message, retry_message
+        from vical.agent.protocol import reply_message, retry_message
 
         cur = self.cur
         where = f"for the decision at step {step}"
@@ -477,10 +477,7 @@ class _Protocol:
         prev = None
         if turn:
             prev = self._prev_action
-        max_format = self.settings.get("format_retries", 3)
-        max_transport = self.settings.get("transport_retries", 3)
-        if not _int(max_format) or not _int(max_transport):
-            raise VerifyError("log", f"{self.log}: retry settings are not whole numbers")
+        max_format, max_transport = self._retry_limits()
         format_retries = transport_total = 0
         conflicts: list[Any] = []
         pending: dict[str, Any] | None = None
@@ -489,62 +486,24 @@ class _Protocol:
         while True:
             attempt = 0
             while True:
-                rec = cur.take("request", where)
-                self.requests += 1
-                if (
-                    rec.get("step") != step
-                    or rec.get("request_index") != self.requests
-                    or rec.get("transport_attempt") != attempt
-                ):
-                    raise cur.fail(
-                        rec, f"expected request {self.requests}, attempt {attempt}, of step {step}"
-                    )
+                rec = self._request(step, attempt, where)
                 append = rec.get("append")
                 if attempt == 0:
                     if pending is None:
                         pending = self._expect(step, turn, prev, hashes, jpegs, append, rollouts)
-                    expected = [*self.history[self.logged :], pending]
-                    if append != expected:
-                        raise cur.fail(rec, _difference(append, expected, self.run))
-                    messages = [*self.history, pending]
-                    self.logged = len(messages)
-                    for msg in messages[len(self.history) :]:
-                        for part in msg["content"]:
-                            if "sha256" in part:
-                                self.media.need(part)
-                    try:
-                        digest = self.cache.prepare(messages, self.settings, body=False).sha256
-                    except VerifyError:
-                        raise
-                    except Exception as e:  # settings a renderer refuses
-                        raise cur.fail(
-                            rec, f"the request cannot be rendered: {type(e).__name__}"
-                        ) from None
+                    digest = self._first_attempt(rec, append, pending)
                 elif append != []:
                     raise cur.fail(rec, "a transport retry appends messages")
                 if rec.get("request_sha256") != digest:
                     raise cur.fail(rec, "the logged request_sha256 is not the rebuilt request's")
-                kind = cur.peek()
-                if kind == "api_error":
-                    err = cur.take("api_error", where)
-                    if err.get("request_index") != self.requests:
-                        raise cur.fail(err, "answers another request")
-                    ekind = err.get("kind")
-                    if ekind == CONTEXT_LENGTH:
-                        failure = "token_overflow"
-                    elif ekind != RETRYABLE or attempt >= max_transport or "gave_up" in err:
-                        failure = "api_error"
+                if cur.peek() == "api_error":
+                    failure = self._api_error(attempt, max_transport, where)
                     if failure is not None:
                         transport_total += attempt
                         break
                     attempt += 1
                     continue
-                resp = cur.take("response", where)
-                if resp.get("request_index") != self.requests or resp.get("step") != step:
-                    raise cur.fail(resp, "answers another request")
-                text = resp.get("text")
-                if not isinstance(text, str):
-                    raise cur.fail(resp, "the reply text is not a string")
+                resp, text = self._response(step, where)
                 transport_total += attempt
                 break
             if failure is not None:
@@ -565,23 +524,97 @@ class _Protocol:
                 break
             format_retries += 1
             pending = retry_message(parsed, self.task.action_names)
-        dec = cur.take("decision", f"after the requests of step {step}")
-        expected_dec = {
-            "step": step,
-            "action": action,
-            "failure": failure,
-            "format_retries": format_retries,
-            "transport_retries": transport_total,
-            "conflicting_actions": conflicts,
-        }
-        got = {k: dec.get(k) for k in expected_dec}
-        if got != expected_dec:
-            keys = [k for k in expected_dec if got[k] != expected_dec[k]]
-            raise cur.fail(
-                dec, f"is not what the protocol decides from the replies ({', '.join(keys)})"
-            )
+        self._check_decision(
+            step,
+            {
+                "step": step,
+                "action": action,
+                "failure": failure,
+                "format_retries": format_retries,
+                "transport_retries": transport_total,
+                "conflicting_actions": conflicts,
+            },
+        )
         self._prev_action = action
         return action, failure
+
+    def _retry_limits(self) -> tuple[Any, Any]:
+        """The run's format and transport retry limits (whole numbers, or VerifyError)."""
+        max_format = self.settings.get("format_retries", 3)
+        max_transport = self.settings.get("transport_retries", 3)
+        if not _int(max_format) or not _int(max_transport):
+            raise VerifyError("log", f"{self.log}: retry settings are not whole numbers")
+        return max_format, max_transport
+
+    def _request(self, step: int, attempt: int, where: str) -> dict[str, Any]:
+        """The next request record, which must be this decision's next attempt."""
+        cur = self.cur
+        rec = cur.take("request", where)
+        self.requests += 1
+        if (
+            rec.get("step") != step
+            or rec.get("request_index") != self.requests
+            or rec.get("transport_attempt") != attempt
+        ):
+            raise cur.fail(
+                rec, f"expected request {self.requests}, attempt {attempt}, of step {step}"
+            )
+        return rec
+
+    def _first_attempt(self, rec: dict[str, Any], append: Any, pending: dict[str, Any]) -> Any:
+        """Check a request's first attempt: it appends the messages not yet logged, then
+        ``pending``; the sha256 of the request rebuilt from them."""
+        cur = self.cur
+        expected = [*self.history[self.logged :], pending]
+        if append != expected:
+            raise cur.fail(rec, _difference(append, expected, self.run))
+        messages = [*self.history, pending]
+        self.logged = len(messages)
+        for msg in messages[len(self.history) :]:
+            for part in msg["content"]:
+                if "sha256" in part:
+                    self.media.need(part)
+        try:
+            return self.cache.prepare(messages, self.settings, body=False).sha256
+        except VerifyError:
+            raise
+        except Exception as e:  # settings a renderer refuses
+            raise cur.fail(rec, f"the request cannot be rendered: {type(e).__name__}") from None
+
+    def _api_error(self, attempt: int, max_transport: Any, where: str) -> str | None:
+        """Read the api_error answering the current request: the decision's failure it
+        ends in, or None when the protocol sends the request again."""
+        from vical.agent.protocol import CONTEXT_LENGTH, RETRYABLE
+
+        err = self.cur.take("api_error", where)
+        if err.get("request_index") != self.requests:
+            raise self.cur.fail(err, "answers another request")
+        ekind = err.get("kind")
+        if ekind == CONTEXT_LENGTH:
+            return "token_overflow"
+        if ekind != RETRYABLE or attempt >= max_transport or "gave_up" in err:
+            return "api_error"
+        return None
+
+    def _response(self, step: int, where: str) -> tuple[dict[str, Any], str]:
+        """The response answering the current request, and its text."""
+        resp = self.cur.take("response", where)
+        if resp.get("request_index") != self.requests or resp.get("step") != step:
+            raise self.cur.fail(resp, "answers another request")
+        text = resp.get("text")
+        if not isinstance(text, str):
+            raise self.cur.fail(resp, "the reply text is not a string")
+        return resp, text
+
+    def _check_decision(self, step: int, expected: dict[str, Any]) -> None:
+        """The decision record must say what the protocol decided from the replies."""
+        dec = self.cur.take("decision", f"after the requests of step {step}")
+        got = {k: dec.get(k) for k in expected}
+        if got != expected:
+            keys = [k for k in expected if got[k] != expected[k]]
+            raise self.cur.fail(
+                dec, f"is not what the protocol decides from the replies ({', '.join(keys)})"
+            )
 
     _prev_action: str | None = None
 

@@ -624,19 +624,10 @@ def _extract(
 ) -> None:
     """Write the archive's files under ``dest/bundle``; see :func:`extract_signed`."""
     dest = Path(dest)
+    folders = _listed_folders(listed)
     if listed is not None:
-        folders = {""}
-        for rel in listed:
-            names = rel.split("/")
-            folders.update("/".join(names[:i]) for i in range(1, len(names)))
-        limit = sum(e.size for e in listed.values()) + MAX_MANIFEST_BYTES + MAX_SIG_BYTES
-        limit += (len(listed) + len(folders) + 4) * (
-            MAX_EXT_HEADERS * (MAX_EXT_HEADER_BYTES + _BLOCK) + _BLOCK
-        )
         max_files = len(listed)
-    else:
-        limit = MAX_SCAN_BYTES
-    stream = _Stream(f, limit + 2 * _BLOCK)
+    stream = _Stream(f, _read_limit(listed, folders) + 2 * _BLOCK)
     seen: set[str] = set()
     seen_dirs: set[str] = set()
     total = 0
@@ -645,14 +636,7 @@ def _extract(
         parts = _check_member(m)
         rel = "/".join(parts)
         if m.kind == "dir":
-            if rel in seen_dirs:
-                raise VerifyError("unpack", f"duplicate member {m.name!r}")
-            if rel in seen or (listed is not None and rel in listed):
-                raise VerifyError("unpack", f"{m.name!r} is a folder but is listed as a file")
-            if listed is not None and rel not in folders:
-                raise VerifyError("unpack", f"folder not in the manifest: {m.name!r}")
-            if listed is None and len(seen_dirs) >= max_files:
-                raise VerifyError("unpack", f"more than {max_files} folders: refusing")
+            _check_folder(m, rel, seen, seen_dirs, listed, folders, max_files)
             seen_dirs.add(rel)
             continue
         if rel in RESERVED and listed is not None:
@@ -662,21 +646,7 @@ def _extract(
             for _ in stream.chunks(-(-m.size // _BLOCK) * _BLOCK, m.name):
                 pass
             continue
-        if rel in seen:
-            raise VerifyError("unpack", f"duplicate member {m.name!r}")
-        if rel in seen_dirs or any("/".join(parts[:i]) in seen for i in range(1, len(parts))):
-            raise VerifyError("unpack", f"{m.name!r}: a file and a folder share this path")
-        entry = None
-        if listed is not None:
-            entry = listed.get(rel)
-            if entry is None:
-                raise VerifyError("manifest", f"file not listed in the manifest: {m.name!r}")
-            if m.size != entry.size:
-                raise VerifyError(
-                    "manifest",
-                    f"size mismatch (file changed after packing): {rel} is {m.size} bytes, "
-                    f"the manifest says {entry.size}",
-                )
+        entry = _check_file(m, parts, seen, seen_dirs, listed)
         count += 1
         total += m.size
         if count > max_files:
@@ -684,27 +654,101 @@ def _extract(
         if total > max_bytes:
             raise VerifyError("unpack", f"content exceeds {max_bytes} bytes: refusing")
         seen.add(rel)
-        target = dest.joinpath(TOP, *parts)
-        digest = hashlib.sha256()
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(target, flags, 0o644)
-            with os.fdopen(fd, "wb") as out:
-                left = m.size
-                for piece in stream.chunks(-(-m.size // _BLOCK) * _BLOCK, m.name):
-                    data = piece[:left]
-                    left -= len(data)
-                    digest.update(data)
-                    out.write(data)
-        except OSError as e:  # e.g. the disk is full; the rules above exclude clashes
-            raise VerifyError("unpack", f"cannot write {rel}: {e.strerror or e}") from None
-        if entry is not None and digest.hexdigest() != entry.sha256:
+        sha256 = _write_member(stream, m, dest.joinpath(TOP, *parts), rel)
+        if entry is not None and sha256 != entry.sha256:
             raise VerifyError("manifest", f"sha256 mismatch (file changed after packing): {rel}")
     if listed is not None:
         missing = sorted(set(listed) - seen)
         if missing:
             raise VerifyError("manifest", f"listed file missing from the bundle: {missing[0]}")
+
+
+def _listed_folders(listed: dict[str, FileEntry] | None) -> set[str]:
+    """The folders on the way to the listed files ("" for the top; none unlisted)."""
+    folders = {""}
+    for rel in listed or {}:
+        names = rel.split("/")
+        folders.update("/".join(names[:i]) for i in range(1, len(names)))
+    return folders
+
+
+def _read_limit(listed: dict[str, FileEntry] | None, folders: set[str]) -> int:
+    """The most archive bytes an extraction reads: what the listed files, the manifest
+    files and their headers can take, or :data:`MAX_SCAN_BYTES` without a list."""
+    if listed is None:
+        return MAX_SCAN_BYTES
+    limit = sum(e.size for e in listed.values()) + MAX_MANIFEST_BYTES + MAX_SIG_BYTES
+    limit += (len(listed) + len(folders) + 4) * (
+        MAX_EXT_HEADERS * (MAX_EXT_HEADER_BYTES + _BLOCK) + _BLOCK
+    )
+    return limit
+
+
+def _check_folder(
+    m: _Member,
+    rel: str,
+    seen: set[str],
+    seen_dirs: set[str],
+    listed: dict[str, FileEntry] | None,
+    folders: set[str],
+    max_files: int,
+) -> None:
+    """A folder member may appear once, not as a listed file, on the way to one."""
+    if rel in seen_dirs:
+        raise VerifyError("unpack", f"duplicate member {m.name!r}")
+    if rel in seen or (listed is not None and rel in listed):
+        raise VerifyError("unpack", f"{m.name!r} is a folder but is listed as a file")
+    if listed is not None and rel not in folders:
+        raise VerifyError("unpack", f"folder not in the manifest: {m.name!r}")
+    if listed is None and len(seen_dirs) >= max_files:
+        raise VerifyError("unpack", f"more than {max_files} folders: refusing")
+
+
+def _check_file(
+    m: _Member,
+    parts: tuple[str, ...],
+    seen: set[str],
+    seen_dirs: set[str],
+    listed: dict[str, FileEntry] | None,
+) -> FileEntry | None:
+    """A file member may appear once, where no folder is, listed with its size; its
+    manifest entry (None without a list)."""
+    rel = "/".join(parts)
+    if rel in seen:
+        raise VerifyError("unpack", f"duplicate member {m.name!r}")
+    if rel in seen_dirs or any("/".join(parts[:i]) in seen for i in range(1, len(parts))):
+        raise VerifyError("unpack", f"{m.name!r}: a file and a folder share this path")
+    if listed is None:
+        return None
+    entry = listed.get(rel)
+    if entry is None:
+        raise VerifyError("manifest", f"file not listed in the manifest: {m.name!r}")
+    if m.size != entry.size:
+        raise VerifyError(
+            "manifest",
+            f"size mismatch (file changed after packing): {rel} is {m.size} bytes, "
+            f"the manifest says {entry.size}",
+        )
+    return entry
+
+
+def _write_member(stream: _Stream, m: _Member, target: Path, rel: str) -> str:
+    """Write a file member's content to a new file ``target``; its sha256 (hex)."""
+    digest = hashlib.sha256()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target, flags, 0o644)
+        with os.fdopen(fd, "wb") as out:
+            left = m.size
+            for piece in stream.chunks(-(-m.size // _BLOCK) * _BLOCK, m.name):
+                data = piece[:left]
+                left -= len(data)
+                digest.update(data)
+                out.write(data)
+    except OSError as e:  # e.g. the disk is full; the rules above exclude clashes
+        raise VerifyError("unpack", f"cannot write {rel}: {e.strerror or e}") from None
+    return digest.hexdigest()
 
 
 def extract_signed(f: BinaryIO, dest: Path, signed: SignedManifest) -> Path:
