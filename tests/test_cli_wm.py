@@ -116,3 +116,48 @@ def test_wm_eval_stops_on_a_signal_and_says_what_is_left(tmp_path, taxi_cases, s
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_wm_build_stops_on_a_signal_leaving_the_previous_folder(tmp_path, sig):
+    """`vical wm build -j 2` stops within 10 s of SIGTERM/SIGINT with status 130; the
+    previous case folder is as it was and no temporary folder is left."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    out = tmp_path / "wm"
+    out.mkdir()
+    (out / "cases.jsonl").write_text("previous\n")
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vical.cli", "wm", "build", "--out", str(out), "-j", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root), "COLUMNS": "200"},
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not [p for p in tmp_path.iterdir() if p.name.startswith(".wm-")]:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            time.sleep(0.05)
+        time.sleep(2.0)  # the workers are simulating
+        t0 = time.monotonic()
+        proc.send_signal(getattr(signal, sig))
+        _, err = proc.communicate(timeout=10)
+        assert time.monotonic() - t0 < 10
+        assert proc.returncode == 130, err
+        assert "interrupted: nothing written" in err and "Traceback" not in err
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["wm"]
+        assert sorted(p.name for p in out.iterdir()) == ["cases.jsonl"]
+        assert (out / "cases.jsonl").read_text() == "previous\n"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

@@ -95,3 +95,86 @@ def test_all_400_cases_rebuild_byte_identical(tmp_path):
         assert sum(c.scenario == s.name for c in first) == 50
     build(tmp_path / "b")
     assert _tree(tmp_path / "a") == _tree(tmp_path / "b")
+
+
+# ------------------------------------------------------------------ building in a pool
+
+
+def _fake_pool(batch):
+    """A pool that hands out ``batch`` jobs at a time and reports them in reverse order.
+
+    It never runs the simulator: a candidate at position p has a context unless p % 3 == 1.
+    """
+
+    def pool(fn, jobs, workers, on_result, **_):
+        it = iter(jobs)
+        while True:
+            held = []
+            while len(held) < batch:
+                job = next(it, None)
+                if job is None:
+                    break
+                held.append(job)
+            if not held:
+                return True
+            for job in reversed(held):
+                on_result(job, None if job[1] % 3 == 1 else ("found", job[0], job[1]), None)
+
+    return pool
+
+
+def test_contexts_taken_do_not_depend_on_the_order_results_arrive():
+    from vical.wm.cases import find_contexts
+
+    chosen = [SCENARIOS[0], SCENARIOS[1]]
+    one = find_contexts(chosen, 4, pool=_fake_pool(1))
+    many = find_contexts(chosen, 4, pool=_fake_pool(7))
+    want = [[("found", i, p) for p in (0, 2, 3, 5)] for i in range(2)]
+    assert one == many == want
+
+
+def test_too_few_contexts_is_an_error_naming_the_scenario():
+    from vical.wm.cases import find_contexts
+
+    def nothing(fn, jobs, workers, on_result, **_):
+        for job in jobs:
+            on_result(job, None, None)
+        return True
+
+    with pytest.raises(RuntimeError, match="scenario grid-navigation: only 0 of 2 contexts"):
+        find_contexts([SCENARIOS[0]], 2, pool=nothing)
+
+
+def test_two_workers_build_the_same_bytes_as_one(tmp_path):
+    """Contexts found by two worker processes (some candidates fail, results arrive out of
+    order) make the same case folder as one process finding them in turn."""
+    from vical.run.pool import run_pool
+    from vical.wm.cases import Scenario, build_scenario, write_cases
+
+    sc = Scenario("t-mix", "two environments", ("cliffwalking", "breakout"))
+    for name, workers, pool in (("one", 1, None), ("two", 2, run_pool)):
+        out = tmp_path / name
+        write_cases(out, build_scenario(sc, out, contexts=3, workers=workers, pool=pool))
+    assert _tree(tmp_path / "one") == _tree(tmp_path / "two")
+    assert len(load_cases(tmp_path / "one")) == 3 * BRANCHES
+
+
+def test_an_interrupted_build_leaves_the_previous_folder_and_no_temporary(tmp_path):
+    from vical.wm.cases import build
+
+    out = tmp_path / "wm"
+    out.mkdir()
+    (out / "cases.jsonl").write_text("previous\n")
+    calls = []
+
+    def interrupt(fn, jobs, workers, on_result, **_):
+        job = next(iter(jobs))
+        on_result(job, fn(job), None)
+        calls.append(job)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        build(out, ["grid-navigation"], contexts=1, pool=interrupt)
+    assert calls
+    assert [p.name for p in tmp_path.iterdir()] == ["wm"]
+    assert (out / "cases.jsonl").read_text() == "previous\n"

@@ -271,3 +271,77 @@ def test_a_world_model_class_outside_vical(cases_dir, tmp_path, monkeypatch):
         get_wm("my_wm:NotOne")
     with pytest.raises(KeyError, match="cannot be loaded"):
         get_wm("no_such_module_here:X")
+
+
+def _tree(folder):
+    import hashlib
+
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize(("model", "control"), [("copy-last", "own"), ("simulator", "shuffled")])
+def test_two_workers_write_the_same_run_as_one(cases_dir, tmp_path, model, control):
+    """Predictions, scores and summary are the same bytes in and out of the pool, and the
+    scores re-derive from the stored predictions."""
+    from vical.run.pool import run_pool
+    from vical.wm.evaluate import score_run
+
+    seen = []
+    one = evaluate(model, cases_dir, tmp_path / "one", control=control)
+    two = evaluate(
+        model,
+        cases_dir,
+        tmp_path / "two",
+        control=control,
+        workers=2,
+        pool=run_pool,
+        progress=lambda n, total, case: seen.append((n, total)),
+    )
+    assert one == two
+    assert _tree(tmp_path / "one") == _tree(tmp_path / "two")
+    assert seen[-1][0] == seen[-1][1] == one["cases"] and len(seen) == one["cases"]
+    before = _tree(tmp_path / "two")
+    assert score_run(tmp_path / "two", cases_dir, workers=2, pool=run_pool) == two
+    assert _tree(tmp_path / "two") == before
+    assert rescore(tmp_path / "two", cases_dir) == []
+
+
+def test_copy_last_image_metrics_are_the_per_step_means_of_scikit_image(runs, cases_dir):
+    """Scoring reuses the persistence baseline's metrics for a step predicted as the last
+    context frame; the numbers must be those of scikit-image on every step."""
+    from skimage.metrics import peak_signal_noise_ratio, structural_similarity
+
+    from vical.wm.cases import load_cases, load_frames
+    from vical.wm.score import PSNR_CAP
+
+    by_case = {s["case"]: s for s in _scores(runs["copy-last"][0])}
+    for case in load_cases(cases_dir):
+        last = load_frames(cases_dir, case.context_frames[-1:])[0]
+        ssim, psnr = [], []
+        for t in load_frames(cases_dir, case.truth_frames):
+            same = np.array_equal(t, last)
+            s = 1.0 if same else structural_similarity(t, last, channel_axis=2, data_range=255)
+            ssim.append(max(0.0, float(s)))
+            p = PSNR_CAP if same else float(peak_signal_noise_ratio(t, last, data_range=255))
+            psnr.append(min(PSNR_CAP, p))
+        got = by_case[case.id]
+        assert got["fidelity"] == round(100.0 * float(np.mean(ssim)), 6)
+        assert got["psnr"] == round(float(np.mean(psnr)), 6)
+
+
+def test_a_remembered_read_back_is_the_read_back_of_that_frame(cases_dir):
+    from vical.wm.cases import load_cases, load_frames
+    from vical.wm.readback import read_back
+    from vical.wm.score import _read_back
+
+    case = next(c for c in load_cases(cases_dir) if c.spec.exact)
+    hint = case.spec.context_facts
+    ctx = load_frames(cases_dir, case.context_frames[-1:])[0]
+    final = load_frames(cases_dir, case.truth_frames[-1:])[0]
+    for frame in (ctx, final, ctx, final):
+        assert _read_back(case.task, frame, hint) == read_back(case.task, frame, hint)
+    assert _read_back(case.task, ctx, hint) != _read_back(case.task, final, hint)

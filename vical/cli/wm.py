@@ -11,14 +11,26 @@ from vical.cli._common import (
     EXTRA_BODY,
     MAX_OUTPUT_TOKENS,
     TEMPERATURE,
+    agent_option,
     console,
+    endpoint_option,
     fail,
     interrupted,
+    model_option,
     say,
     stop_signals,
 )
 
 wm_app = typer.Typer(help="The world-model track.", no_args_is_help=True)
+
+
+WORKERS_HELP = "Worker processes (default: one per core); the output is the same for any number."
+
+
+def _workers(workers: int | None) -> int:
+    import os
+
+    return max(1, workers or os.cpu_count() or 1)
 
 
 @wm_app.command("build")
@@ -28,15 +40,21 @@ def wm_build(
         None, "--scenarios", "-s", help="Comma-separated scenario names (default: all eight)."
     ),
     contexts: int = typer.Option(10, "--contexts", min=1, help="Contexts per scenario."),
+    workers: int = typer.Option(None, "--workers", "-j", min=1, help=WORKERS_HELP),
 ) -> None:
     """Build the cases (context, intervention, true frames, specification) into a folder."""
+    from vical.run.pool import Interrupted, run_pool
     from vical.wm.cases import BRANCHES, build
 
     names = [s.strip() for s in scenarios.split(",") if s.strip()] if scenarios else None
     try:
-        cases = build(out, names, contexts=contexts)
+        # SIGTERM (a container's stop, `kill`) stops the build as Ctrl-C does
+        with stop_signals():
+            cases = build(out, names, contexts=contexts, workers=_workers(workers), pool=run_pool)
     except KeyError as e:
         fail(str(e.args[0]))
+    except (KeyboardInterrupt, Interrupted):
+        interrupted(f"nothing written ({out} is as it was); run the same command again")
     console.print(f"{len(cases)} cases ({BRANCHES} branches per context) written to {out}")
 
 
@@ -59,10 +77,12 @@ def wm_eval(
     out: Path = typer.Option(..., "--out", "-o", help="Run folder for predictions and scores."),
     endpoint: str = typer.Option(None, "--endpoint", help="Endpoint URL of an http world model."),
     scenarios: str = typer.Option(None, "--scenarios", "-s", help="Comma-separated scenarios."),
+    workers: int = typer.Option(None, "--workers", "-j", min=1, help=WORKERS_HELP),
 ) -> None:
     """Run a world model on the cases, store its predictions and score them."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    from vical.run.pool import Interrupted, run_pool
     from vical.wm.cases import load_cases
     from vical.wm.evaluate import evaluate, select
     from vical.wm.models import WorldModel, get_wm, wm_names
@@ -104,10 +124,19 @@ def wm_eval(
                 bar.update(task, completed=n, total=total)
                 stop.check()  # a signal whose KeyboardInterrupt a library swallowed
 
-            summary = evaluate(model, cases, out, names, progress=advance, control=control)
+            summary = evaluate(
+                model,
+                cases,
+                out,
+                names,
+                progress=advance,
+                control=control,
+                workers=_workers(workers),
+                pool=run_pool,
+            )
     except (ValueError, KeyError, FileNotFoundError, ProtocolError) as e:
         fail(str(e))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted):
         interrupted(
             f"{done[0]} of {done[1]} cases predicted, not scored (no summary.json in "
             f"{out}); run the same command again"
@@ -155,11 +184,11 @@ def wm_couple(
         help="Candidate actions per decision (default: every legal action; fewer are drawn "
         "per step from the episode seed).",
     ),
-    agent: str = typer.Option(
-        "random", "--agent", help="Agent backend (random, openai-chat, openai-responses, ...)."
+    agent: str = agent_option(
+        "random", help="Agent backend (random, openai-chat, openai-responses, ...)."
     ),
-    endpoint: str = typer.Option(None, "--endpoint", help="API base URL of the model server."),
-    model: str = typer.Option(None, "--model", help="Model name at the endpoint."),
+    endpoint: str = endpoint_option(),
+    model: str = model_option(),
     api_key_env: str = API_KEY_ENV,
     temperature: float = TEMPERATURE,
     max_output_tokens: int = MAX_OUTPUT_TOKENS,

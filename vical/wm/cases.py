@@ -23,6 +23,9 @@ Context states are the tasks' start states and states along their demonstration
 clips (the clip's own start plus its first decisions), named as data
 (:class:`vical.wm.sim.Origin`) so that the truth can be re-derived by replay.
 Everything is chosen in a fixed order: building twice gives the same bytes.
+Candidate contexts may be tried several at once on worker processes
+(:func:`find_contexts`); a scenario takes the first ones, in that order, that
+have a context, so the number of workers never changes a byte.
 """
 
 from __future__ import annotations
@@ -31,16 +34,18 @@ import hashlib
 import io
 import itertools
 import json
-from collections.abc import Iterator
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
-from vical.wm.sim import BranchEndedError, ContextSim, Origin, task_by_id
+from vical.wm.sim import BranchEndedError, ContextSim, Frame, Origin, task_by_id
 from vical.wm.state import EXACT_FAMILIES
 
 CONTEXT_FRAMES = 3
@@ -145,13 +150,13 @@ class Request:
     case: str
     env: str
     actions: list[str]
-    context: list[np.ndarray]
+    context: list[Frame]
     context_actions: list[str]
     intervention: list[str]
 
 
 # -- PNG -----------------------------------------------------------------------------
-def encode_png(frame: np.ndarray) -> bytes:
+def encode_png(frame: Frame) -> bytes:
     """A frame as PNG bytes (fixed settings: the same frame always gives the same bytes)."""
     buf = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(frame, dtype=np.uint8), "RGB").save(
@@ -160,17 +165,66 @@ def encode_png(frame: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def decode_png(data: bytes) -> np.ndarray:
+def decode_png(data: bytes) -> Frame:
     with Image.open(io.BytesIO(data)) as im:
         return np.asarray(im.convert("RGB"), dtype=np.uint8).copy()
 
 
-def pixels_sha256(frame: np.ndarray) -> str:
+def pixels_sha256(frame: Frame) -> str:
     """sha256 of a frame's pixels (shape, then bytes), independent of the PNG encoding."""
     arr = np.ascontiguousarray(frame, dtype=np.uint8)
     h = hashlib.sha256(f"{arr.shape}|".encode())
     h.update(arr.data)
     return h.hexdigest()
+
+
+# -- running jobs ---------------------------------------------------------------------
+J = TypeVar("J")
+
+
+class Pool(Protocol):
+    """How jobs are run: :func:`vical.run.pool.run_pool`'s signature.
+
+    The command line passes that pool (``-j``); this package sits below
+    ``vical.run`` in the import layers, so it only names the contract, and runs
+    jobs one at a time in this process (:func:`in_process`) when given no pool.
+    """
+
+    def __call__(
+        self,
+        fn: Callable[[J], Any],
+        jobs: Iterable[J],
+        workers: int,
+        on_result: Callable[[J, Any, BaseException | None], bool | None],
+        *,
+        initializer: Callable[[], None] | None = None,
+        on_abort: Callable[[], None] | None = None,
+        on_interrupt: Callable[[], None] | None = None,
+    ) -> bool: ...
+
+
+def in_process(
+    fn: Callable[[J], Any],
+    jobs: Iterable[J],
+    workers: int,
+    on_result: Callable[[J, Any, BaseException | None], bool | None],
+    *,
+    initializer: Callable[[], None] | None = None,
+    on_abort: Callable[[], None] | None = None,
+    on_interrupt: Callable[[], None] | None = None,
+) -> bool:
+    """A :class:`Pool` that runs each job here, in order (``workers`` is ignored);
+    Ctrl-C interrupts the job itself. False when ``on_result`` stopped it early."""
+    for job in jobs:
+        try:
+            value = fn(job)
+        except Exception as e:
+            if on_result(job, None, e) is False:
+                return False
+        else:
+            if on_result(job, value, None) is False:
+                return False
+    return True
 
 
 # -- choosing contexts and branches ---------------------------------------------------
@@ -221,7 +275,7 @@ def _candidates(actions: list[str], noop_names: set[str], h: int) -> Iterator[li
             yield list(combo)
 
 
-def _differs(a: np.ndarray, b: np.ndarray) -> bool:
+def _differs(a: Frame, b: Frame) -> bool:
     if a.shape != b.shape:
         return True
     return int(np.any(a != b, axis=2).sum()) >= MIN_CHANGED_PIXELS
@@ -230,7 +284,7 @@ def _differs(a: np.ndarray, b: np.ndarray) -> bool:
 @dataclass
 class _Branch:
     intervention: list[str]
-    frames: list[np.ndarray]
+    frames: list[Frame]
     final_facts: dict[str, Any]
 
 
@@ -296,21 +350,67 @@ def _spec(
     )
 
 
-def build_scenario(
-    sc: Scenario, out: Path, contexts: int = CONTEXTS, h: int = HORIZON
-) -> list[Case]:
-    """Build ``contexts`` x :data:`BRANCHES` cases of a scenario, writing frames under ``out``."""
+@dataclass(frozen=True)
+class _Context:
+    """One context as a worker finds it: everything of its cases but their ids.
+
+    Frames travel as PNG bytes (encoded in the worker), with their pixel hashes.
+    """
+
+    origin: Origin
+    env: str
+    family: str
+    actions: list[str]
+    context_png: list[bytes]
+    context_sha256: list[str]
+    context_actions: list[str]
+    interventions: list[list[str]]
+    truth_png: list[list[bytes]]
+    truth_sha256: list[list[str]]
+    specs: list[CaseSpec]
+
+
+def find_context(job: tuple[Origin, int]) -> _Context | None:
+    """The context at ``origin`` with its :data:`BRANCHES` branches of ``h`` actions, or
+    None when it has none (the prefix ends the episode, or too few visibly different
+    branches). A pool job: it reads nothing but the task files and writes nothing."""
+    origin, h = job
+    try:
+        sim = ContextSim(origin)
+    except BranchEndedError:
+        return None
+    with sim:
+        found = _branches(sim, h)
+        if found is None:
+            return None
+        before = sim.state()
+        task = task_by_id(origin.task)
+        ctx = sim.frames[-CONTEXT_FRAMES:]
+        ctx_actions = (
+            list(origin.prefix[len(origin.prefix) - (len(ctx) - 1) :]) if len(ctx) > 1 else []
+        )
+        return _Context(
+            origin=origin,
+            env=task.env.env,
+            family=task.env.family,
+            actions=list(sim.env.action_names),
+            context_png=[encode_png(f) for f in ctx],
+            context_sha256=[pixels_sha256(f) for f in ctx],
+            context_actions=ctx_actions,
+            interventions=[b.intervention for b in found],
+            truth_png=[[encode_png(f) for f in b.frames] for b in found],
+            truth_sha256=[[pixels_sha256(f) for f in b.frames] for b in found],
+            specs=[_spec(task.env.family, origin, b, before, task.env.frame_skip) for b in found],
+        )
+
+
+def _origin_order(sc: Scenario) -> Iterator[Origin]:
+    """Every candidate context state of a scenario, in the order they are tried: one of
+    each environment in turn (an environment with no more candidates drops out)."""
     sources = [_origins(e) for e in sc.envs]
-    cases: list[Case] = []
-    group_no = 0
     exhausted: set[int] = set()
     turn = 0
-    while group_no < contexts:
-        if len(exhausted) == len(sources):
-            raise RuntimeError(
-                f"scenario {sc.name}: only {group_no} of {contexts} contexts have "
-                f"{BRANCHES} visibly different branches"
-            )
+    while len(exhausted) < len(sources):
         k = turn % len(sources)
         turn += 1
         if k in exhausted:
@@ -319,68 +419,204 @@ def build_scenario(
         if origin is None:
             exhausted.add(k)
             continue
-        try:
-            sim = ContextSim(origin)
-        except BranchEndedError:
-            continue
-        with sim:
-            found = _branches(sim, h)
-            if found is None:
-                continue
-            before = sim.state()
-            task = task_by_id(origin.task)
-            ctx = sim.frames[-CONTEXT_FRAMES:]
-            ctx_actions = (
-                list(origin.prefix[len(origin.prefix) - (len(ctx) - 1) :]) if len(ctx) > 1 else []
+        yield origin
+
+
+class _Plan:
+    """Which candidate contexts of one scenario to try, and which are taken.
+
+    A scenario takes the first ``contexts`` candidates, in :func:`_origin_order`, that
+    have a context. Candidates are handed out ahead of their results (as if each will
+    succeed), so workers never wait for one another; the contexts taken depend only on
+    the results, never on which worker finished first.
+    """
+
+    def __init__(self, sc: Scenario, contexts: int):
+        self.sc = sc
+        self.contexts = contexts
+        self._order = _origin_order(sc)
+        self._handed = 0  # candidates handed out so far
+        self._ended = False  # no candidate left
+        self.results: dict[int, _Context | None] = {}
+
+    def _found(self) -> int:
+        return sum(r is not None for r in self.results.values())
+
+    def next_job(self) -> tuple[int, Origin] | None:
+        """The next candidate to try (its position and origin), or None: none needed now."""
+        in_flight = self._handed - len(self.results)
+        if self._ended or self._found() + in_flight >= self.contexts:
+            return None
+        origin = next(self._order, None)
+        if origin is None:
+            self._ended = True
+            return None
+        self._handed += 1
+        return self._handed - 1, origin
+
+    def taken(self) -> list[_Context] | None:
+        """The contexts taken, once the results decide them (else None).
+
+        Raises RuntimeError when every candidate was tried and too few have a context.
+        """
+        taken: list[_Context] = []
+        for pos in range(self._handed):
+            if pos not in self.results:
+                return None
+            r = self.results[pos]
+            if r is not None:
+                taken.append(r)
+                if len(taken) == self.contexts:
+                    return taken
+        if self._ended:
+            raise RuntimeError(
+                f"scenario {self.sc.name}: only {len(taken)} of {self.contexts} contexts have "
+                f"{BRANCHES} visibly different branches"
             )
-            group = f"{sc.name}/g{group_no:02d}"
-            ids = [f"{sc.name}/{group_no * BRANCHES + b:03d}" for b in range(BRANCHES)]
-            for b, branch in enumerate(found):
-                cid = ids[b]
-                folder = out / "frames" / cid
-                folder.mkdir(parents=True, exist_ok=True)
-                ctx_names, truth_names = [], []
-                for i, f in enumerate(ctx):
-                    name = f"frames/{cid}/context_{i}.png"
-                    (out / name).write_bytes(encode_png(f))
-                    ctx_names.append(name)
-                for i, f in enumerate(branch.frames):
-                    name = f"frames/{cid}/truth_{i + 1}.png"
-                    (out / name).write_bytes(encode_png(f))
-                    truth_names.append(name)
-                cases.append(
-                    Case(
-                        id=cid,
-                        scenario=sc.name,
-                        env=task.env.env,
-                        family=task.env.family,
-                        task=origin.task,
-                        origin_clip=origin.clip,
-                        origin_prefix=list(origin.prefix),
-                        group=group,
-                        branch=b,
-                        branches=ids,
-                        actions=sim.env.action_names,
-                        context_frames=ctx_names,
-                        context_actions=ctx_actions,
-                        intervention=branch.intervention,
-                        truth_frames=truth_names,
-                        context_sha256=[pixels_sha256(f) for f in ctx],
-                        truth_sha256=[pixels_sha256(f) for f in branch.frames],
-                        spec=_spec(task.env.family, origin, branch, before, task.env.frame_skip),
-                    )
+        return None
+
+
+class _Schedule:
+    """The build's job source for :func:`vical.run.pool.run_pool`: candidates of the first
+    scenario still short of contexts. It may have nothing to hand out for a while (every
+    short scenario waits for results in flight); the pool asks again after each result."""
+
+    def __init__(self, plans: list[_Plan], h: int):
+        self.plans = plans
+        self.h = h
+
+    def __iter__(self) -> _Schedule:
+        return self
+
+    def __next__(self) -> tuple[int, int, Origin, int]:
+        for i, plan in enumerate(self.plans):
+            if plan.taken() is not None:
+                continue
+            job = plan.next_job()
+            if job is not None:
+                return i, job[0], job[1], self.h
+        raise StopIteration
+
+
+def _context_job(job: tuple[int, int, Origin, int]) -> _Context | None:
+    return find_context((job[2], job[3]))
+
+
+def find_contexts(
+    chosen: list[Scenario],
+    contexts: int,
+    h: int = HORIZON,
+    workers: int = 1,
+    pool: Pool | None = None,
+    on_abort: Callable[[], None] | None = None,
+) -> list[list[_Context]]:
+    """The contexts each scenario takes, found by ``pool`` on ``workers`` processes (the
+    same contexts whatever the pool and the number; default: in this process)."""
+    plans = [_Plan(sc, contexts) for sc in chosen]
+
+    def on_result(
+        job: tuple[int, int, Origin, int], found: Any, error: BaseException | None
+    ) -> bool:
+        i, pos, origin = job[0], job[1], job[2]
+        if error is not None:
+            where = origin.task + (f" (clip {origin.clip})" if origin.clip else "")
+            raise RuntimeError(f"{where}: {type(error).__name__}: {error}") from error
+        plans[i].results[pos] = found
+        return True
+
+    run = pool or in_process
+    run(_context_job, _Schedule(plans, h), max(1, workers), on_result, on_abort=on_abort)
+    out: list[list[_Context]] = []
+    for plan in plans:
+        taken = plan.taken()
+        if taken is None:  # cannot happen: the pool ran until every plan was decided
+            raise RuntimeError(f"scenario {plan.sc.name}: its contexts were not decided")
+        out.append(taken)
+    return out
+
+
+def write_contexts(sc: Scenario, found: list[_Context], out: Path) -> list[Case]:
+    """The cases of a scenario's contexts (numbered in order), their frames written under ``out``."""
+    cases: list[Case] = []
+    for group_no, ctx in enumerate(found):
+        group = f"{sc.name}/g{group_no:02d}"
+        ids = [f"{sc.name}/{group_no * BRANCHES + b:03d}" for b in range(BRANCHES)]
+        for b, cid in enumerate(ids):
+            folder = out / "frames" / cid
+            folder.mkdir(parents=True, exist_ok=True)
+            ctx_names, truth_names = [], []
+            for i, data in enumerate(ctx.context_png):
+                name = f"frames/{cid}/context_{i}.png"
+                (out / name).write_bytes(data)
+                ctx_names.append(name)
+            for i, data in enumerate(ctx.truth_png[b]):
+                name = f"frames/{cid}/truth_{i + 1}.png"
+                (out / name).write_bytes(data)
+                truth_names.append(name)
+            cases.append(
+                Case(
+                    id=cid,
+                    scenario=sc.name,
+                    env=ctx.env,
+                    family=ctx.family,
+                    task=ctx.origin.task,
+                    origin_clip=ctx.origin.clip,
+                    origin_prefix=list(ctx.origin.prefix),
+                    group=group,
+                    branch=b,
+                    branches=ids,
+                    actions=list(ctx.actions),
+                    context_frames=ctx_names,
+                    context_actions=list(ctx.context_actions),
+                    intervention=list(ctx.interventions[b]),
+                    truth_frames=truth_names,
+                    context_sha256=list(ctx.context_sha256),
+                    truth_sha256=list(ctx.truth_sha256[b]),
+                    spec=ctx.specs[b],
                 )
-            group_no += 1
+            )
     return cases
 
 
+def build_scenario(
+    sc: Scenario,
+    out: Path,
+    contexts: int = CONTEXTS,
+    h: int = HORIZON,
+    workers: int = 1,
+    pool: Pool | None = None,
+) -> list[Case]:
+    """Build ``contexts`` x :data:`BRANCHES` cases of a scenario, writing frames under ``out``."""
+    (found,) = find_contexts([sc], contexts, h, workers, pool)
+    return write_contexts(sc, found, Path(out))
+
+
+def _stale(out: Path) -> list[Path]:
+    """Temporary folders of earlier builds of ``out`` that a second signal or a kill left."""
+    pattern = re.compile(rf"^\.{re.escape(out.name)}-[A-Za-z0-9_]{{8}}(-old)?$")
+    if not out.parent.is_dir():
+        return []
+    return [p for p in out.parent.iterdir() if p.is_dir() and pattern.match(p.name)]
+
+
 def build(
-    out: Path, scenarios: list[str] | None = None, contexts: int = CONTEXTS, h: int = HORIZON
+    out: Path,
+    scenarios: list[str] | None = None,
+    contexts: int = CONTEXTS,
+    h: int = HORIZON,
+    workers: int = 1,
+    pool: Pool | None = None,
 ) -> list[Case]:
     """Build the cases of the named scenarios (default all) into ``out``; write ``cases.jsonl``.
 
-    The folder is built beside ``out`` and then renamed into place (a previous
-    ``out`` is replaced whole), so it never mixes frames of two builds.
+    Contexts are found by ``pool`` on ``workers`` processes (``vical wm build -j``
+    passes :func:`vical.run.pool.run_pool`; default: one at a time here); the folder
+    is the same, byte for byte, whatever the pool. It is built in a temporary folder
+    beside ``out`` and renamed into place (a previous ``out`` is moved aside first,
+    put back if the rename is cut short, and removed after), so it never mixes
+    frames of two builds. An interrupt (``KeyboardInterrupt``, or the pool's
+    ``Interrupted``) leaves ``out`` as it was and no temporary folder; one left by a
+    process killed outright is removed by the next build of ``out``.
     """
     import shutil
     import tempfile
@@ -388,18 +624,29 @@ def build(
     out = Path(out)
     chosen = [scenario(n) for n in scenarios] if scenarios else list(SCENARIOS)
     out.parent.mkdir(parents=True, exist_ok=True)
+    for stale in _stale(out):
+        shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    old = out.parent / f"{tmp.name}-old"
+
+    def remove_tmp() -> None:
+        shutil.rmtree(tmp, ignore_errors=True)
+
     try:
+        found = find_contexts(chosen, contexts, h, workers, pool, on_abort=remove_tmp)
         cases: list[Case] = []
-        for sc in chosen:
-            cases.extend(build_scenario(sc, tmp, contexts, h))
+        for sc, ctxs in zip(chosen, found, strict=True):
+            cases.extend(write_contexts(sc, ctxs, tmp))
         write_cases(tmp, cases)
         tmp.chmod(0o755)
         if out.exists():
-            shutil.rmtree(out)
-        tmp.replace(out)
+            os.replace(out, old)
+        os.replace(tmp, out)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if old.exists() and not out.exists():  # cut between the two renames
+            os.replace(old, out)
+        remove_tmp()
+        shutil.rmtree(old, ignore_errors=True)
     return cases
 
 
@@ -418,5 +665,5 @@ def load_cases(folder: Path) -> list[Case]:
     return [Case.model_validate_json(line) for line in path.read_text("utf-8").splitlines() if line]
 
 
-def load_frames(folder: Path, names: list[str]) -> list[np.ndarray]:
+def load_frames(folder: Path, names: list[str]) -> list[Frame]:
     return [decode_png((Path(folder) / n).read_bytes()) for n in names]

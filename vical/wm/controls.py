@@ -31,10 +31,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from vical.wm.cases import Case, load_frames
-from vical.wm.sim import BranchEndedError, ContextSim, task_by_id
+from vical.wm.sim import BranchEndedError, ContextSim, Frame, task_by_id
 
 INTERVENTIONS = ("own", "noop", "shuffled")
 SHUFFLE_SEED = 20
@@ -61,7 +59,7 @@ class Target:
     """A control's actions and the simulator's frames after them, or why there are none."""
 
     intervention: list[str] | None
-    frames: list[np.ndarray] | None
+    frames: list[Frame] | None
     unavailable: str | None = None
 
 
@@ -102,7 +100,7 @@ def control_actions(case: Case, control: str) -> tuple[list[str] | None, str | N
     raise ValueError(f"control {control!r} is not one of {', '.join(INTERVENTIONS)}")
 
 
-def simulate(case: Case, actions: list[str]) -> list[np.ndarray]:
+def simulate(case: Case, actions: list[str]) -> list[Frame]:
     """The simulator's frames after each of ``actions`` from the case's context state."""
     with ContextSim(case.origin, snapshot=False) as sim:
         frames, _ = sim.play(actions)

@@ -13,19 +13,33 @@ simulator (:func:`rescore`), which is what ``vical verify`` does for a bundle.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from vical.wm.cases import CASES_FILE, Case, decode_png, encode_png, load_cases, load_frames
+from vical.wm.cases import (
+    CASES_FILE,
+    Case,
+    Pool,
+    Request,
+    decode_png,
+    encode_png,
+    in_process,
+    load_cases,
+    load_frames,
+)
 from vical.wm.controls import INTERVENTIONS, TARGETS, control_target
-from vical.wm.models import Request, WorldModel, get_wm
+from vical.wm.models import WorldModel, get_wm
 from vical.wm.score import CaseScore, score_case, summarize
+from vical.wm.sim import Frame
 
 MANIFEST = "manifest.json"
 SCORES = "scores.jsonl"
@@ -85,7 +99,7 @@ def select(cases: list[Case], scenarios: Sequence[str] | None) -> list[Case]:
     return [c for c in cases if c.scenario in scenarios]
 
 
-def _truths(folder: Path, cases: list[Case], all_cases: list[Case]) -> dict[str, list[np.ndarray]]:
+def _truths(folder: Path, cases: list[Case], all_cases: list[Case]) -> dict[str, list[Frame]]:
     """True frames of the chosen cases and of every branch of their contexts."""
     by_id = {c.id: c for c in all_cases}
     need = {b for c in cases for b in c.branches}
@@ -96,20 +110,24 @@ def score_predictions(
     folder: Path,
     cases: list[Case],
     all_cases: list[Case],
-    predictions: Callable[[Case], list[np.ndarray]],
-    truths: dict[str, list[np.ndarray]] | None = None,
+    predictions: Callable[[Case], list[Frame]],
+    truths: dict[str, list[Frame]] | None = None,
     control: str = "own",
+    targets: Callable[[Case], list[Frame]] | None = None,
 ) -> list[CaseScore]:
     """Score each case's predictions against its target: the truth (``own``), else the
-    control's target re-derived from the simulator."""
+    control's target (``targets``, or re-derived from the simulator)."""
     if control != "own":
         out = []
         for case in cases:
-            target = control_target(case, control)
-            if target.frames is None:
+            if targets is not None:
+                frames: list[Frame] | None = targets(case)
+            else:
+                frames = control_target(case, control).frames
+            if frames is None:
                 raise ValueError(f"{case.id}: the {control} control has no target here")
             last = load_frames(folder, case.context_frames[-1:])[0]
-            out.append(score_case(case, last, target.frames, predictions(case), None))
+            out.append(score_case(case, last, frames, predictions(case), None))
         return out
     truths = truths if truths is not None else _truths(folder, cases, all_cases)
     out = []
@@ -140,6 +158,170 @@ def summary_of(manifest: dict[str, Any], scores: list[CaseScore]) -> dict[str, A
     }
 
 
+# -- pool jobs: one context's cases each ----------------------------------------------
+_MODEL: list[WorldModel] = []  # the model this process's jobs predict with (set per run)
+_CASES: dict[tuple[str, str], dict[str, Case]] = {}  # the case folder last read here
+_TRUTHS: OrderedDict[str, dict[str, list[Frame]]] = OrderedDict()  # by context (group)
+TRUTHS_KEPT = 4
+
+
+def _use_model(model: WorldModel | None) -> None:
+    """Make ``model`` the one this process's jobs predict with (None: none)."""
+    _MODEL.clear()
+    if model is not None:
+        _MODEL.append(model)
+
+
+def _cases_by_id(folder: str) -> dict[str, Case]:
+    key = (folder, cases_digest(Path(folder)))
+    if key not in _CASES:
+        _CASES.clear()
+        _TRUTHS.clear()
+        _CASES[key] = {c.id: c for c in load_cases(Path(folder))}
+    return _CASES[key]
+
+
+def _context_truths(folder: str, cases: list[Case]) -> dict[str, list[Frame]]:
+    """The true frames of every branch of the cases' contexts, each context's decoded
+    once per process while its cases come (the last :data:`TRUTHS_KEPT` are kept)."""
+    by_id = _cases_by_id(folder)
+    out: dict[str, list[Frame]] = {}
+    for group in dict.fromkeys(c.group for c in cases):
+        if group not in _TRUTHS:
+            branches = next(c.branches for c in cases if c.group == group)
+            _TRUTHS[group] = {b: load_frames(Path(folder), by_id[b].truth_frames) for b in branches}
+            while len(_TRUTHS) > TRUTHS_KEPT:
+                _TRUTHS.popitem(last=False)
+        out.update(_TRUTHS[group])
+    return out
+
+
+@dataclass(frozen=True)
+class _TargetJob:
+    """The control targets of one context's cases."""
+
+    folder: str
+    control: str
+    cases: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _TargetOut:
+    case: str
+    actions: list[str] | None
+    frames: list[bytes] | None  # PNG
+    unavailable: str | None
+
+
+def _target_job(job: _TargetJob) -> list[_TargetOut]:
+    by_id = _cases_by_id(job.folder)
+    out = []
+    for cid in job.cases:
+        t = control_target(by_id[cid], job.control)
+        frames = None if t.frames is None else [encode_png(f) for f in t.frames]
+        out.append(_TargetOut(cid, t.intervention, frames, t.unavailable))
+    return out
+
+
+@dataclass(frozen=True)
+class _ScoreJob:
+    """Predict (with this process's model) or read the stored predictions of one
+    context's cases, then score them."""
+
+    folder: str
+    control: str
+    cases: tuple[str, ...]
+    actions: tuple[tuple[str, ...], ...] | None = None  # given: predict with these
+    targets: tuple[tuple[bytes, ...], ...] | None = None  # a control's targets (PNG)
+    run: str | None = None  # without actions: the run folder holding the predictions
+
+
+@dataclass(frozen=True)
+class _ScoreOut:
+    case: str
+    predictions: list[bytes] | None  # PNG, when this job predicted them
+    score: CaseScore
+
+
+def _score_job(job: _ScoreJob) -> list[_ScoreOut]:
+    folder = Path(job.folder)
+    by_id = _cases_by_id(job.folder)
+    cases = [by_id[i] for i in job.cases]
+    pngs: dict[str, list[bytes]] = {}
+    for k, case in enumerate(cases):
+        if job.actions is None:
+            run = Path(str(job.run))
+            pngs[case.id] = [(run / n).read_bytes() for n in prediction_names(case)]
+            continue
+        model = _MODEL[0]
+        frames = model.predict(request_for(case, folder, list(job.actions[k])), case)
+        if len(frames) != len(case.intervention):
+            raise ValueError(
+                f"{case.id}: {model.name} returned {len(frames)} frames for "
+                f"{len(case.intervention)} actions"
+            )
+        pngs[case.id] = [encode_png(np.asarray(f, dtype=np.uint8)) for f in frames]
+    # scored from the stored bytes, so a re-score of the run finds the same numbers
+    preds = {cid: [decode_png(d) for d in data] for cid, data in pngs.items()}
+    if job.targets is not None:
+        targets = {
+            cid: [decode_png(d) for d in t] for cid, t in zip(job.cases, job.targets, strict=True)
+        }
+        scores = score_predictions(
+            folder,
+            cases,
+            list(by_id.values()),
+            lambda c: preds[c.id],
+            control=job.control,
+            targets=lambda c: targets[c.id],
+        )
+    else:
+        truths = _context_truths(job.folder, cases) if job.control == "own" else None
+        scores = score_predictions(
+            folder, cases, list(by_id.values()), lambda c: preds[c.id], truths, job.control
+        )
+    return [
+        _ScoreOut(c.id, None if job.actions is None else pngs[c.id], s)
+        for c, s in zip(cases, scores, strict=True)
+    ]
+
+
+def _groups(cases: list[Case]) -> list[list[Case]]:
+    """The cases by context, in case order."""
+    out: dict[str, list[Case]] = {}
+    for c in cases:
+        out.setdefault(c.group, []).append(c)
+    return list(out.values())
+
+
+def _run_jobs(
+    pool: Pool | None,
+    fn: Callable[[Any], list[Any]],
+    jobs: list[Any],
+    workers: int,
+    each: Callable[[Any], None],
+    model: WorldModel | None = None,
+) -> None:
+    """Run ``jobs`` on ``pool``; ``each`` takes every item of every job's answer. A job's
+    error stops the run and is raised as it is."""
+
+    def on_result(job: Any, value: Any, error: BaseException | None) -> bool:
+        if error is not None:
+            raise error
+        for item in value:
+            each(item)
+        return True
+
+    _use_model(model)
+    try:
+        n = max(1, min(workers, len(jobs)))
+        (pool or in_process)(
+            fn, jobs, n, on_result, initializer=functools.partial(_use_model, model)
+        )
+    finally:
+        _use_model(None)
+
+
 def evaluate(
     model: WorldModel | str,
     cases_dir: Path,
@@ -147,11 +329,20 @@ def evaluate(
     scenarios: Sequence[str] | None = None,
     progress: Callable[[int, int, str], None] | None = None,
     control: str = "own",
+    workers: int = 1,
+    pool: Pool | None = None,
 ) -> dict[str, Any]:
     """Run ``model`` on the cases, store its predictions, score them; return the summary.
 
     ``control``: the intervention the model is given (:mod:`vical.wm.controls`);
-    cases for which the control has no target are listed, not predicted.
+    cases for which the control has no target are listed, not predicted. The work
+    runs as jobs of ``pool`` on ``workers`` processes (``vical wm eval -j`` passes
+    :func:`vical.run.pool.run_pool`; default: one at a time here): a control's
+    targets first, one job per context (the manifest names them before any
+    prediction), then one job per case that predicts and scores it (a worker
+    decodes a context's true frames once for its cases). Files are written by this process only,
+    each whole or not at all, and the scores and summary last, in case order: the
+    same bytes whatever the pool, for a model that answers the same each time.
     """
     if control not in INTERVENTIONS:
         raise ValueError(f"control {control!r} is not one of {', '.join(INTERVENTIONS)}")
@@ -163,68 +354,93 @@ def evaluate(
         if model == "branch-swap":
             kwargs["interventions"] = {c.id: list(c.intervention) for c in all_cases}
         model = get_wm(model, **kwargs)
-    # every control's actions and target are fixed before the model sees a case
-    targets = {c.id: control_target(c, control, cases_dir) for c in chosen}
-    cases = [c for c in chosen if targets[c.id].frames is not None]
-    out.mkdir(parents=True, exist_ok=True)
-    manifest: dict[str, Any] = {
-        "model": model.name,
-        "cases_sha256": cases_digest(cases_dir),
-        "cases": [c.id for c in cases],
-        "case_sha256": {c.id: case_sha256(c) for c in cases},
-        "format": 1,
-    }
-    if control != "own":
-        manifest["control"] = control
-        manifest["interventions"] = {c.id: targets[c.id].intervention for c in cases}
-        manifest["unavailable"] = {
-            c.id: targets[c.id].unavailable for c in chosen if targets[c.id].frames is None
-        }
-    # an earlier run's scores must not pass for this one's if it is interrupted
-    for stale in (SUMMARY, SCORES):
-        (out / stale).unlink(missing_ok=True)
-    _write(out / MANIFEST, _json(manifest))
+    folder = str(cases_dir)
     try:
-        for i, case in enumerate(cases):
-            actions = targets[case.id].intervention
-            frames = model.predict(request_for(case, cases_dir, actions), case)
-            if len(frames) != len(case.intervention):
-                raise ValueError(
-                    f"{case.id}: {model.name} returned {len(frames)} frames for "
-                    f"{len(case.intervention)} actions"
-                )
-            for name, f in zip(prediction_names(case), frames, strict=True):
-                _write(out / name, encode_png(np.asarray(f, dtype=np.uint8)))
+        # every control's actions and target are fixed before the model sees a case
+        targets: dict[str, _TargetOut] = {}
+        if control == "own":
+            for c in chosen:
+                targets[c.id] = _TargetOut(c.id, list(c.intervention), None, None)
+        else:
+            target_jobs = [
+                _TargetJob(folder, control, tuple(c.id for c in g)) for g in _groups(chosen)
+            ]
+            _run_jobs(
+                pool, _target_job, target_jobs, workers, lambda t: targets.__setitem__(t.case, t)
+            )
+        cases = [c for c in chosen if targets[c.id].actions is not None]
+        if control != "own":
+            cases = [c for c in cases if targets[c.id].frames is not None]
+        out.mkdir(parents=True, exist_ok=True)
+        manifest: dict[str, Any] = {
+            "model": model.name,
+            "cases_sha256": cases_digest(cases_dir),
+            "cases": [c.id for c in cases],
+            "case_sha256": {c.id: case_sha256(c) for c in cases},
+            "format": 1,
+        }
+        if control != "own":
+            manifest["control"] = control
+            manifest["interventions"] = {c.id: targets[c.id].actions for c in cases}
+            manifest["unavailable"] = {
+                c.id: targets[c.id].unavailable
+                for c in chosen
+                if targets[c.id].actions is None or targets[c.id].frames is None
+            }
+        # an earlier run's scores must not pass for this one's if it is interrupted
+        for stale in (SUMMARY, SCORES):
+            (out / stale).unlink(missing_ok=True)
+        _write(out / MANIFEST, _json(manifest))
+        scores: dict[str, CaseScore] = {}
+
+        def store(item: _ScoreOut) -> None:
+            case = by_id[item.case]
+            for name, data in zip(prediction_names(case), item.predictions or [], strict=True):
+                _write(out / name, data)
+            scores[item.case] = item.score
             if progress is not None:
-                progress(i + 1, len(cases), case.id)
+                progress(len(scores), len(cases), item.case)
+
+        by_id = {c.id: c for c in cases}
+        jobs = []
+        for c in cases:  # one job a case: predictions are stored as they come
+            frames = None if control == "own" else (tuple(targets[c.id].frames or ()),)
+            actions = (tuple(targets[c.id].actions or ()),)
+            jobs.append(_ScoreJob(folder, control, (c.id,), actions, frames))
+        _run_jobs(pool, _score_job, jobs, workers, store, model)
     finally:
         model.close()
-    return score_run(out, cases_dir)
+    return _write_scores(out, manifest, [scores[c.id] for c in cases])
 
 
-def load_predictions(run: Path, case: Case) -> list[np.ndarray]:
-    return [decode_png((Path(run) / n).read_bytes()) for n in prediction_names(case)]
-
-
-def score_run(run: Path, cases_dir: Path) -> dict[str, Any]:
-    """Score a run's stored predictions against the case folder's truth; write the results."""
-    run = Path(run)
-    manifest = json.loads((run / MANIFEST).read_text())
-    all_cases = load_cases(cases_dir)
-    by_id = {c.id: c for c in all_cases}
-    cases = [by_id[i] for i in manifest["cases"]]
-    scores = score_predictions(
-        cases_dir,
-        cases,
-        all_cases,
-        lambda c: load_predictions(run, c),
-        control=manifest.get("control", "own"),
-    )
+def _write_scores(run: Path, manifest: dict[str, Any], scores: list[CaseScore]) -> dict[str, Any]:
     lines = "".join(json.dumps(s.model_dump(), sort_keys=True) + "\n" for s in scores)
     _write(run / SCORES, lines.encode())
     summary = summary_of(manifest, scores)
     _write(run / SUMMARY, _json(summary))
     return summary
+
+
+def load_predictions(run: Path, case: Case) -> list[Frame]:
+    return [decode_png((Path(run) / n).read_bytes()) for n in prediction_names(case)]
+
+
+def score_run(
+    run: Path, cases_dir: Path, workers: int = 1, pool: Pool | None = None
+) -> dict[str, Any]:
+    """Score a run's stored predictions against the case folder's truth (a control's
+    target re-derived from the simulator); write the results. One job of ``pool`` per
+    case, as in :func:`evaluate`."""
+    run = Path(run)
+    manifest = json.loads((run / MANIFEST).read_text())
+    all_cases = load_cases(cases_dir)
+    by_id = {c.id: c for c in all_cases}
+    cases = [by_id[i] for i in manifest["cases"]]
+    control = manifest.get("control", "own")
+    jobs = [_ScoreJob(str(cases_dir), control, (c.id,), run=str(run)) for c in cases]
+    scores: dict[str, CaseScore] = {}
+    _run_jobs(pool, _score_job, jobs, workers, lambda s: scores.__setitem__(s.case, s.score))
+    return _write_scores(run, manifest, [scores[c.id] for c in cases])
 
 
 def rescore(run: Path, cases_dir: Path) -> list[str]:
@@ -255,7 +471,7 @@ def rescore(run: Path, cases_dir: Path) -> list[str]:
     if control != "own":
         return _rescore_control(run, cases_dir, manifest, cases, all_cases, control)
     need = sorted({b for c in cases for b in c.branches})
-    truths: dict[str, list[np.ndarray]] = {}
+    truths: dict[str, list[Frame]] = {}
     from vical.wm.cases import pixels_sha256
 
     for cid in need:

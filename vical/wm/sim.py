@@ -18,10 +18,13 @@ from functools import cache
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from vical.envs import VicalEnv, make_env
 from vical.spec import DemoClip, TaskSpec, load_envs
 from vical.wm.state import sim_state
+
+Frame = npt.NDArray[np.uint8]  # an RGB frame: height x width x 3
 
 # a case's horizon is far below this: the decision budget never ends a branch
 _NO_TIME_OUT = 10_000
@@ -99,7 +102,7 @@ class ContextSim:
     def __init__(self, origin: Origin, snapshot: bool = True):
         self.origin = origin
         self.env: VicalEnv = make_env(origin_task(origin))
-        self.frames: list[np.ndarray] = []
+        self.frames: list[Frame] = []
         self._replay()
         self._snap = self.env.snapshot() if snapshot else None
         self._live = True  # the simulator stands at the context state
@@ -131,13 +134,13 @@ class ContextSim:
 
     def play(
         self, actions: Sequence[str], with_states: bool = False
-    ) -> tuple[list[np.ndarray], list[dict[str, Any]]]:
+    ) -> tuple[list[Frame], list[dict[str, Any]]]:
         """Frames (and, with ``with_states``, simulator states) after each action.
 
         Raises :class:`BranchEndedError` when the episode ends before the last action.
         """
         self._to_context()
-        frames: list[np.ndarray] = []
+        frames: list[Frame] = []
         states: list[dict[str, Any]] = []
         for i, name in enumerate(actions):
             step = self.env.step(name)
@@ -151,7 +154,7 @@ class ContextSim:
                 )
         return frames, states
 
-    def play_noop(self, steps: int) -> list[np.ndarray]:
+    def play_noop(self, steps: int) -> list[Frame]:
         """Frames of ``steps`` decisions in which the simulator takes its NOOP action.
 
         An environment without a NOOP (Toy Text, MiniGrid, Tetris) has no action
@@ -165,7 +168,7 @@ class ContextSim:
         if noop is None:
             return [last.copy() for _ in range(steps)]
         adapter = self.env.adapter
-        out: list[np.ndarray] = []
+        out: list[Frame] = []
         ended = False
         for _ in range(steps):
             if not ended:
