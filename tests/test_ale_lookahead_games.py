@@ -18,6 +18,10 @@ from vical.envs import make_env
 from vical.spec import get_task, load_envs
 
 GAMES = ["riverraid", "roadrunner", "seaquest", "tennis", "trondead", "turmoil"]
+# the generators that take longest to run again go to `nox -s slow`; the default suite
+# keeps the other half of each kind
+HEAVY = {"riverraid", "roadrunner", "trondead"}
+REGENERATED = [pytest.param(g, marks=pytest.mark.slow) if g in HEAVY else g for g in GAMES]
 
 # (task, candidate moves, search depth, tails) for a search expert that is
 # cheap enough for the test suite and known to pass on that task.
@@ -117,7 +121,7 @@ def test_life_loss_ends_episode(game):
     assert env.adapter.lives() < lives0
 
 
-@pytest.mark.parametrize("game", GAMES)
+@pytest.mark.parametrize("game", REGENERATED)
 def test_stored_init_actions_match_generator(game):
     spec = load_envs()[game]
     module = importlib.import_module(f"vical.envs.ale_games.{game}")

@@ -64,6 +64,7 @@ def test_assign_pools_budgets():
     assert any(len(ids) == 1 for ids in out) and any(len(ids) > 1 for ids in out)
 
 
+@pytest.mark.slow  # the recipes' regeneration in the default suite: test_authoring_recipes_arcade
 def test_regeneration_matches_stored():
     spec = load_envs()["unlockpickup"]
     fresh = make_demos("unlockpickup")

@@ -21,6 +21,12 @@ from vical.authoring.recipes._lookahead import exact_groups
 from vical.spec import DemoClip, TaskSpec, load_envs
 
 GAMES = ["riverraid", "roadrunner", "seaquest", "tennis", "trondead", "turmoil"]
+# the two longest replays go to `nox -s slow` (every clip of theirs is also replayed to
+# its label on every task by tests/test_demos.py)
+REPLAYED = [
+    pytest.param(g, marks=pytest.mark.slow) if g in ("riverraid", "trondead") else g
+    for g in GAMES
+]
 
 
 @pytest.mark.parametrize("env", GAMES)
@@ -39,7 +45,7 @@ def test_lookahead_packages(env):
     assert any(c.label == "Victory" for c in clips.values())
 
 
-@pytest.mark.parametrize("env", GAMES)
+@pytest.mark.parametrize("env", REPLAYED)
 def test_lookahead_clips_replay_on_each_task(env):
     spec = load_envs()[env]
     for v in spec.tasks:
@@ -60,6 +66,7 @@ def test_ram_settings_groups_each_show_a_loss(env, param, n_groups):
     assert losses and all(losses.values()), dict(losses)
 
 
+@pytest.mark.slow  # the recipes' regeneration in the default suite: test_authoring_recipes_arcade
 def test_turmoil_regeneration_matches_stored():
     spec = load_envs()["turmoil"]
     assert make_demos("turmoil") == {v.variant: v.demos for v in spec.tasks}

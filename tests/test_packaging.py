@@ -110,7 +110,7 @@ def test_an_authoring_import_in_any_runtime_package_breaks_the_contract(tmp_path
 
 
 def test_mypy_passes_on_the_package():
-    """[tool.mypy] in pyproject.toml; strict flags on the modules listed there."""
+    """[tool.mypy] in pyproject.toml: the whole package in strict mode."""
     r = _tool("mypy", "vical")
     assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-2000:]
 

@@ -210,7 +210,7 @@ def _interrupt(cmd: list[str], out: Path, times: int, after: int = 1) -> tuple[i
 def test_sigint_stops_the_random_run_and_the_same_command_resumes(tmp_path, times):
     out = tmp_path / "run"
     cmd = _vical(
-        "eval", "--tasks", MANY, "--runs", "3", "--out", str(out), "-j", "2", "--no-report"
+        "eval", "--tasks", MANY, "--runs", "1", "--out", str(out), "-j", "2", "--no-report"
     )
     rc, took, err = _interrupt(cmd, out, times)
     assert rc == 130 and took < 10, (rc, took, err)
@@ -220,7 +220,7 @@ def test_sigint_stops_the_random_run_and_the_same_command_resumes(tmp_path, time
     time.sleep(0.5)
     assert _processes_writing(out) == []
     kept = _assert_whole(out)
-    expected = {episode_name(t.id, k) for t in select_tasks(MANY) for k in range(3)}
+    expected = {episode_name(t.id, k) for t in select_tasks(MANY) for k in range(1)}
     assert kept < expected
     done = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
