@@ -24,8 +24,7 @@ GAMES = ["riverraid", "roadrunner", "seaquest", "tennis", "trondead", "turmoil"]
 # the two longest replays go to `nox -s slow` (every clip of theirs is also replayed to
 # its label on every task by tests/test_demos.py)
 REPLAYED = [
-    pytest.param(g, marks=pytest.mark.slow) if g in ("riverraid", "trondead") else g
-    for g in GAMES
+    pytest.param(g, marks=pytest.mark.slow) if g in ("riverraid", "trondead") else g for g in GAMES
 ]
 
 
