@@ -345,3 +345,43 @@ def test_a_remembered_read_back_is_the_read_back_of_that_frame(cases_dir):
     for frame in (ctx, final, ctx, final):
         assert _read_back(case.task, frame, hint) == read_back(case.task, frame, hint)
     assert _read_back(case.task, ctx, hint) != _read_back(case.task, final, hint)
+
+
+@pytest.mark.parametrize("key", ["copy-last", "simulator/shuffled"])
+def test_rescore_on_the_pool_finds_what_it_finds_in_process(cases_dir, tmp_path, key):
+    """`vical wm verify -j 2`: the same verdict as one process, clean and tampered."""
+    from vical.run.pool import run_pool
+
+    run = tmp_path / "run"
+    model, control = RUNS[key]
+    evaluate(model, cases_dir, run, control=control)
+    assert rescore(run, cases_dir, workers=2, pool=run_pool) == []
+    lines = (run / SCORES).read_text().splitlines()
+    k = len(lines) - 1
+    changed = json.loads(lines[k])
+    changed["fidelity"] = round(changed["fidelity"] - 1.0, 6)  # scored under every control
+    lines[k] = json.dumps(changed, sort_keys=True)
+    (run / SCORES).write_text("\n".join(lines) + "\n")
+    one = rescore(run, cases_dir)
+    assert one and changed["case"] in one[0]
+    assert rescore(run, cases_dir, workers=2, pool=run_pool) == one
+
+
+def test_rescore_refuses_a_case_folder_whose_truth_frames_were_altered(runs, cases_dir, tmp_path):
+    """Scores are computed against the case folder's truth frames, so each must be the
+    frame the case's hashes name (the simulator's replay is checked against them too)."""
+    import shutil
+
+    from PIL import Image
+
+    from vical.wm.cases import load_cases
+
+    folder = tmp_path / "cases"
+    shutil.copytree(cases_dir, folder)
+    case = load_cases(folder)[0]
+    png = folder / case.truth_frames[0]
+    pixels = np.array(Image.open(png))
+    pixels[0, 0] = 255 - pixels[0, 0]
+    Image.fromarray(pixels).save(png)
+    problems = rescore(runs["copy-last"][0], folder)
+    assert f"{case.id}: the case folder's truth frames differ from the case's hashes" in problems

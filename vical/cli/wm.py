@@ -403,13 +403,22 @@ def wm_verify(
     pubkey: list[Path] = typer.Option(
         None, "--pubkey", help="Trusted public key(s) for a bundle; default: submissions/keys/*.pub"
     ),
+    workers: int = typer.Option(None, "--workers", "-j", min=1, help=WORKERS_HELP),
 ) -> None:
     """Re-derive the truth from the simulator and re-score the stored predictions."""
+    from vical.run.pool import run_pool
+
     if target.is_file():
         from vical.submit.verify import VerifyError, verify_bundle
 
         try:
-            v = verify_bundle(target, pubkeys=pubkey or None, wm_cases=cases, accept_wm=True)
+            v = verify_bundle(
+                target,
+                pubkeys=pubkey or None,
+                workers=_workers(workers),
+                wm_cases=cases,
+                accept_wm=True,
+            )
         except VerifyError as e:
             fail(f"{target}: {e}", code=1)
         for ep in v.episodes:
@@ -422,7 +431,7 @@ def wm_verify(
     from vical.wm.evaluate import rescore
 
     try:
-        problems = rescore(target, cases or Path("build/wm"))
+        problems = rescore(target, cases or Path("build/wm"), _workers(workers), run_pool)
     except FileNotFoundError as e:
         fail(str(e))
     for p in problems:

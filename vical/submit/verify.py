@@ -433,7 +433,8 @@ def verify_bundle(
                     "manifest",
                     "this is a world-model bundle: verify it with `vical wm verify BUNDLE`",
                 )
-            return verify_wm(root, manifest, signer, wm_cases, Path(tmp) / "wm-cases")
+            cores = max(1, workers or os.cpu_count() or 1)
+            return verify_wm(root, manifest, signer, wm_cases, Path(tmp) / "wm-cases", cores)
         jpegs: dict[str, dict[int, str]] = {}
         results = check_contents(root, manifest, jpegs)
         if shard is not None:
@@ -539,6 +540,7 @@ def verify_wm(
     signer: str,
     cases_dir: Path | None,
     scratch: Path,
+    workers: int = 1,
 ) -> Verdict:
     """Verify a world-model bundle: re-derive each case's truth and re-score the predictions.
 
@@ -547,6 +549,7 @@ def verify_wm(
     simulators into ``scratch``, as far as the run's cases reach. One verdict per case; the signed summary must be
     the run's ``summary.json``, which must re-derive from the re-computed scores.
     """
+    from vical.run.pool import run_pool
     from vical.wm.cases import BRANCHES, build, scenario
     from vical.wm.evaluate import MANIFEST, SUMMARY, rescore
 
@@ -570,9 +573,9 @@ def verify_wm(
             contexts = 1 + max(int(i.split("/")[1]) // BRANCHES for i in ids)
         except (IndexError, ValueError) as e:
             raise VerifyError("schema", f"a case id is not <scenario>/<number>: {e}") from e
-        build(scratch, names, contexts=contexts)
+        build(scratch, names, contexts=contexts, workers=workers, pool=run_pool)
         cases_dir = scratch
-    problems = rescore(run, cases_dir)
+    problems = rescore(run, cases_dir, workers=workers, pool=run_pool)
     episodes = []
     for cid in ids:
         mine = [p for p in problems if p.startswith(f"{cid}:")]

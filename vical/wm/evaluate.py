@@ -443,16 +443,40 @@ def score_run(
     return _write_scores(run, manifest, [scores[c.id] for c in cases])
 
 
-def rescore(run: Path, cases_dir: Path) -> list[str]:
+@dataclass(frozen=True)
+class _ReplayJob:
+    """Replay one case's intervention in the simulator; compare with its stored truth."""
+
+    folder: str
+    case: str
+
+
+def _replay_job(job: _ReplayJob) -> list[tuple[str, str | None]]:
+    from vical.wm.cases import pixels_sha256
+    from vical.wm.sim import ContextSim
+
+    case = _cases_by_id(job.folder)[job.case]
+    with ContextSim(case.origin, snapshot=False) as sim:
+        frames, _ = sim.play(case.intervention)
+    if [pixels_sha256(f) for f in frames] != case.truth_sha256:
+        return [(case.id, "the simulator's replay differs from the stored truth")]
+    stored = load_frames(Path(job.folder), case.truth_frames)
+    if [pixels_sha256(f) for f in stored] != case.truth_sha256:  # what scoring reads
+        return [(case.id, "the case folder's truth frames differ from the case's hashes")]
+    return [(case.id, None)]
+
+
+def rescore(run: Path, cases_dir: Path, workers: int = 1, pool: Pool | None = None) -> list[str]:
     """Re-derive each case's truth from the simulator and re-score the stored predictions.
 
     Returns the problems found (empty: the run verifies): a case missing from
     ``cases_dir`` or different from the one the run was made on (its JSON's
     sha256), a case whose replayed truth differs from the stored frames, or a
-    stored score that differs from the re-computed one.
+    stored score that differs from the re-computed one. The replays and the scoring
+    run as jobs of ``pool`` on ``workers`` processes (``vical wm verify -j`` passes
+    :func:`vical.run.pool.run_pool`; default: one at a time here), with the same
+    result whatever the pool.
     """
-    from vical.wm.sim import ContextSim
-
     run = Path(run)
     manifest = json.loads((run / MANIFEST).read_text())
     all_cases = load_cases(cases_dir)
@@ -469,26 +493,20 @@ def rescore(run: Path, cases_dir: Path) -> list[str]:
     cases = [by_id[i] for i in manifest["cases"]]
     control = manifest.get("control", "own")
     if control != "own":
-        return _rescore_control(run, cases_dir, manifest, cases, all_cases, control)
-    need = sorted({b for c in cases for b in c.branches})
-    truths: dict[str, list[Frame]] = {}
-    from vical.wm.cases import pixels_sha256
-
-    for cid in need:
-        case = by_id[cid]
-        with ContextSim(case.origin, snapshot=False) as sim:
-            frames, _ = sim.play(case.intervention)
-        if [pixels_sha256(f) for f in frames] != case.truth_sha256:
-            problems.append(f"{cid}: the simulator's replay differs from the stored truth")
-        truths[cid] = frames
-    fresh = {
-        s.case: s.model_dump()
-        for s in score_predictions(
-            cases_dir, cases, all_cases, lambda c: load_predictions(run, c), truths
-        )
-    }
-    problems += _check_stored(run, manifest, fresh)
-    return problems
+        problems = _control_problems(manifest, cases, by_id, control)
+        if problems:
+            return problems
+    else:  # scored against the stored truth: it must be the simulator's
+        need = sorted({b for c in cases for b in c.branches})
+        replayed: dict[str, str | None] = {}
+        replays = [_ReplayJob(str(cases_dir), cid) for cid in need]
+        _run_jobs(pool, _replay_job, replays, workers, lambda r: replayed.__setitem__(*r))
+        problems += [f"{cid}: {replayed[cid]}" for cid in need if replayed[cid] is not None]
+    scores: dict[str, CaseScore] = {}
+    jobs = [_ScoreJob(str(cases_dir), control, (c.id,), run=str(run)) for c in cases]
+    _run_jobs(pool, _score_job, jobs, workers, lambda s: scores.__setitem__(s.case, s.score))
+    fresh = {c.id: scores[c.id].model_dump() for c in cases}
+    return problems + _check_stored(run, manifest, fresh)
 
 
 def _check_stored(run: Path, manifest: dict[str, Any], fresh: dict[str, Any]) -> list[str]:
@@ -507,20 +525,14 @@ def _check_stored(run: Path, manifest: dict[str, Any], fresh: dict[str, Any]) ->
     return problems
 
 
-def _rescore_control(
-    run: Path,
-    cases_dir: Path,
-    manifest: dict[str, Any],
-    cases: list[Case],
-    all_cases: list[Case],
-    control: str,
+def _control_problems(
+    manifest: dict[str, Any], cases: list[Case], by_id: dict[str, Case], control: str
 ) -> list[str]:
-    """Re-score a run made under a control: each control's actions and its unavailable
-    cases must re-derive, then its scores against targets replayed by the simulator."""
+    """A run made under a control: each case's control actions and its unavailable
+    cases must re-derive (its scores are then checked against the replayed targets)."""
     from vical.wm.controls import control_actions
 
     problems = []
-    by_id = {c.id: c for c in all_cases}
     claimed = manifest.get("interventions") or {}
     for case in cases:
         actions, _ = control_actions(case, control)
@@ -529,12 +541,4 @@ def _rescore_control(
     for cid, why in (manifest.get("unavailable") or {}).items():
         if cid not in by_id or control_target(by_id[cid], control).unavailable != why:
             problems.append(f"{cid}: the {control} control is not unavailable for it as stated")
-    if problems:
-        return problems
-    fresh = {
-        s.case: s.model_dump()
-        for s in score_predictions(
-            cases_dir, cases, all_cases, lambda c: load_predictions(run, c), control=control
-        )
-    }
-    return _check_stored(run, manifest, fresh)
+    return problems
