@@ -40,7 +40,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vical.outcomes import (
     AGENT_FAILURES,
@@ -49,6 +49,7 @@ from vical.outcomes import (
     episode_name,
     short_tasks,
 )
+from vical.run.pool import run_pool
 from vical.run.results import EvalResult, RunManifest
 from vical.run.shard import Shard, select_results
 from vical.spec import all_tasks, tasks_digest
@@ -59,6 +60,9 @@ from vical.submit.logcheck import check_log
 from vical.submit.unpack import VerifyError as VerifyError  # re-exported: what verify raises
 from vical.submit.unpack import safe_extract as safe_extract  # re-exported for tools and tests
 from vical.submit.unpack import unpack_bundle
+
+if TYPE_CHECKING:
+    from vical.wm.couple import Rollout
 
 
 @dataclass
@@ -134,8 +138,48 @@ def _result_settings(settings: dict[str, Any]) -> dict[str, Any]:
 MAX_RUNS_PER_TASK = 100  # more runs of one task than any protocol asks for
 
 
+@dataclass(frozen=True)
+class _Coupled:
+    """An episode coupled with the simulator as world model, to re-simulate."""
+
+    rel: str
+    task_id: str
+    actions: tuple[str, ...]
+    imagined: dict[int, list[Rollout]]
+
+
+def _resimulate(job: _Coupled) -> list[str]:
+    from vical.spec import get_task
+    from vical.wm.couple import resimulate
+
+    return resimulate(get_task(job.task_id), list(job.actions), job.imagined)
+
+
+def resimulate_coupled(jobs: list[_Coupled], workers: int) -> None:
+    """Play every coupled episode's imagined rollouts again (on ``workers`` processes);
+    the first episode, in bundle order, whose logged frames are not the simulator's
+    raises :class:`VerifyError`."""
+    wrong: dict[int, list[str]] = {}
+    index = {id(j): k for k, j in enumerate(jobs)}
+
+    def on_result(job: _Coupled, value: list[str] | None, error: BaseException | None) -> bool:
+        if error is not None:
+            value = [f"re-simulating its imagined frames crashed: {type(error).__name__}: {error}"]
+        if value:
+            wrong[index[id(job)]] = value
+        return True
+
+    run_pool(_resimulate, jobs, max(1, min(workers, len(jobs))), on_result)
+    if wrong:
+        first = min(wrong)
+        raise VerifyError("log", f"{jobs[first].rel}: {wrong[first][0]}")
+
+
 def check_contents(
-    root: Path, manifest: dict[str, Any], jpegs: dict[str, dict[int, str]] | None = None
+    root: Path,
+    manifest: dict[str, Any],
+    jpegs: dict[str, dict[int, str]] | None = None,
+    coupled: list[_Coupled] | None = None,
 ) -> list[EvalResult]:
     """Schema, task-data version, coverage and consistency of the run files.
 
@@ -146,7 +190,10 @@ def check_contents(
     the runs the run manifest declares (runs 0..R-1). Every log is checked record
     by record and its requests rebuilt (:func:`vical.submit.logcheck.check_log`);
     ``jpegs``, when given, receives each episode's frame JPEG digests by step, for
-    the replay to check.
+    the replay to check. The imagined frames of a run coupled with the ``simulator``
+    world model are played again (:func:`vical.wm.couple.resimulate`) here, or, with
+    ``coupled`` given, collected into it for :func:`resimulate_coupled` to do on the
+    worker pool.
     """
     jpegs = {} if jpegs is None else jpegs
     run = read_run_manifest(root)
@@ -224,12 +271,12 @@ def check_contents(
                 f"{rel}: the log's actions differ from eval_result.json's from step {first + 1}",
             )
         if run.world_model is not None and run.world_model.get("name") == "simulator":
-            from vical.wm.couple import resimulate
-
             # a perfect world model's imagined frames are re-derived, not taken on trust
-            wrong = resimulate(task, r.actions, facts.imagined)
-            if wrong:
-                raise VerifyError("log", f"{rel}: {wrong[0]}")
+            job = _Coupled(rel, r.task_id, tuple(r.actions), facts.imagined)
+            if coupled is None:
+                resimulate_coupled([job], 1)
+            else:
+                coupled.append(job)
         jpegs[episode_name(r.task_id, r.run_index)] = facts.frame_jpegs
         results.append(r)
     short = short_tasks(results, run.runs_per_task)
@@ -421,7 +468,6 @@ def verify_bundle(
     during replay (``KeyboardInterrupt`` before it); the temporary unpack
     folder is removed either way.
     """
-    from vical.run.pool import run_pool
 
     with tempfile.TemporaryDirectory(prefix="vical-verify-") as tmp:
         trusted = load_keyring(pubkeys, keyring)
@@ -436,7 +482,10 @@ def verify_bundle(
             cores = max(1, workers or os.cpu_count() or 1)
             return verify_wm(root, manifest, signer, wm_cases, Path(tmp) / "wm-cases", cores)
         jpegs: dict[str, dict[int, str]] = {}
-        results = check_contents(root, manifest, jpegs)
+        coupled: list[_Coupled] = []
+        results = check_contents(root, manifest, jpegs, coupled)
+        if coupled:
+            resimulate_coupled(coupled, max(1, workers or os.cpu_count() or 1))
         if shard is not None:
             results = select_results(results, shard)
         run = read_run_manifest(root)
@@ -549,7 +598,6 @@ def verify_wm(
     simulators into ``scratch``, as far as the run's cases reach. One verdict per case; the signed summary must be
     the run's ``summary.json``, which must re-derive from the re-computed scores.
     """
-    from vical.run.pool import run_pool
     from vical.wm.cases import BRANCHES, build, scenario
     from vical.wm.evaluate import MANIFEST, SUMMARY, rescore
 
