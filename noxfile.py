@@ -40,7 +40,9 @@ def ray(session: nox.Session) -> None:
     start or be reached (tests marked ray). Installs the ray extra (pinned in the lock),
     which `all` leaves out."""
     _install(session, "all,dev,ray")
-    session.run("python", "-m", "pytest", "-m", "ray", "tests/test_run_ray_executor.py", *session.posargs)
+    session.run(
+        "python", "-m", "pytest", "-m", "ray", "tests/test_run_ray_executor.py", *session.posargs
+    )
 
 
 @nox.session(python=PY)
