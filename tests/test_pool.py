@@ -322,3 +322,41 @@ def test_interrupted_pool_leaves_nothing_for_the_exit_hook(tmp_path):
     )
     assert r.returncode == 3 and r.stdout.strip() == "interrupted", (r.stdout, r.stderr)
     assert "Exception ignored" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+BIG = textwrap.dedent(
+    """
+    import os, signal, sys, threading
+    from vical.run.pool import Interrupted, run_pool
+
+    def big(x):  # a result far larger than a pipe's buffer, as a job's frames can be
+        return b"x" * (200 * 1024 * 1024)
+
+    if __name__ == "__main__":
+        threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        try:
+            run_pool(big, range(50), 2, lambda j, v, e: None)
+        except Interrupted:
+            print("interrupted", flush=True)
+            sys.exit(3)
+    """
+)
+
+
+def test_a_worker_killed_mid_result_does_not_hold_the_exit(tmp_path):
+    """Workers killed while they write large results leave half a message in the
+    result pipe; the executor's thread then waits for the rest for ever. The process
+    must still leave promptly after its interrupt (it used to hang at exit)."""
+    script = tmp_path / "big.py"
+    script.write_text(BIG)
+    t0 = time.time()
+    r = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=Path(__file__).parents[1],
+    )
+    assert r.returncode == 3 and r.stdout.strip() == "interrupted", (r.stdout, r.stderr)
+    assert time.time() - t0 < 10
+    assert "Traceback" not in r.stderr and "Exception ignored" not in r.stderr, r.stderr

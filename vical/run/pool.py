@@ -203,6 +203,16 @@ def _settle(thread: threading.Thread) -> None:
     if wakeups is not None:
         with contextlib.suppress(KeyError, TypeError):
             del wakeups[thread]
+    if thread.is_alive():
+        # A worker killed while it wrote a large result (frames) leaves half a message
+        # in the result pipe: the thread waits for the rest for ever. Nothing it would
+        # do matters any more (its workers are dead), so the interpreter's exit does not
+        # wait for it, as it would not for a daemon thread.
+        locks = getattr(threading, "_shutdown_locks", None)
+        lock = getattr(thread, "_tstate_lock", None)
+        if locks is not None and lock is not None:
+            with getattr(threading, "_shutdown_locks_lock", contextlib.nullcontext()):
+                locks.discard(lock)
 
 
 def run_pool(
