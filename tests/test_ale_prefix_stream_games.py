@@ -432,21 +432,21 @@ def test_stored_init_actions_equal_fresh_generation(env_key):
     subset = spec.model_copy(
         update={"tasks": [t for t in spec.tasks if t.kind != "human-init" or t.variant in keep]}
     )
-    module = importlib.import_module(f"vical.envs.ale_games.{env_key}")
+    module = importlib.import_module(f"vical.envs.games.{env_key}")
     fresh = module.generate_init_actions(subset)
     assert set(fresh) == keep
     for t in spec.tasks:
         if t.variant in keep:
             assert t.init_actions == fresh[t.variant], f"{env_key}/{t.variant} differs"
             assert t.init_source and t.init_source.startswith(
-                f"generated: vical.envs.ale_games.{env_key}.generate_init_actions"
+                f"generated: vical.envs.games.{env_key}.generate_init_actions"
             )
 
 
 @pytest.mark.parametrize("env_key", ["demonattack", "frostbite", "mspacman"])
 def test_init_replay_keeps_every_life(env_key):
     spec = load_envs()[env_key]
-    module = importlib.import_module(f"vical.envs.ale_games.{env_key}")
+    module = importlib.import_module(f"vical.envs.games.{env_key}")
     longest: dict[tuple, object] = {}
     for t in spec.tasks:
         key = (t.seed, t.initial_skip)

@@ -20,7 +20,7 @@ from vical.authoring.plan import MAX_FRAMES, MIN_FRAMES, frames, settings_groups
 from vical.authoring.recipes._ale import ale_decision_sim
 from vical.demos.render import clip_task, replay_clip, task_start_sha256
 from vical.envs import make_env
-from vical.envs.ale_games.berzerk import ROOM_BYTE
+from vical.envs.games.berzerk import ROOM_BYTE
 from vical.spec import DemoClip, TaskSpec, load_envs
 
 ENVS = ["alien", "assault", "asterix", "battlezone", "berzerk", "choppercommand"]

@@ -321,11 +321,11 @@ def test_make_env_hands_an_idle_emulator_to_the_next_task_of_its_game():
     ale._IDLE_EMULATORS.clear()
 
 
-def _ale_games():
+def _games():
     return sorted({t.env.env for t in ALL_TASKS if t.env.family == "ale"})
 
 
-@pytest.mark.parametrize("game", _ale_games())
+@pytest.mark.parametrize("game", _games())
 def test_trusted_starts_shared_between_tasks_equal_replayed_starts(game, monkeypatch):
     """Trusted starts of one game in one process resume from emulator states saved on
     the way to earlier tasks' starts (the seeded reset, points of the initial skip):

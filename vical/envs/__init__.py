@@ -7,7 +7,7 @@ for an :class:`~vical.envs.core.Adapter`.
 Everything specific to ONE environment is found by one convention,
 :func:`env_module`: the module named after the environment key in a package
 of per-environment modules. At run time that package is the game-module
-package (:func:`game_packages`: ``vical.envs.ale_games``, plus any packages
+package (:func:`game_packages`: ``vical.envs.games``, plus any packages
 named in ``$VICAL_GAME_PACKAGES``); a game module's ``Adapter`` class, when it
 has one, is the environment's adapter (for any family). The authoring tools
 (:mod:`vical.authoring`) look up their per-environment modules the same way.
@@ -55,7 +55,7 @@ FAMILIES: dict[str, str] = {
 
 # the package of the built-in game modules; $VICAL_GAME_PACKAGES (comma-separated,
 # importable package names) adds packages searched before it
-GAME_PACKAGE = "vical.envs.ale_games"
+GAME_PACKAGE = "vical.envs.games"
 GAME_PACKAGES_VAR = "VICAL_GAME_PACKAGES"
 
 

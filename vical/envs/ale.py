@@ -7,7 +7,7 @@ full 18-action set is always opened, so any reduced vocabulary is just a
 subset of names. Sticky actions are off (``repeat_action_probability=0``).
 
 Game-specific rules (reward filters, RAM-based progress, variant RAM setup,
-pass and ending rules) live in the game's module (``vical/envs/ale_games/<env>.py``,
+pass and ending rules) live in the game's module (``vical/envs/games/<env>.py``,
 found by :func:`vical.envs.game_module`) as a subclass of :class:`ALEAdapter`
 named ``Adapter``; games without such a module use the default capped-ratio
 score on cumulative reward.

@@ -66,7 +66,7 @@ class AleRecipe:
 CHUNK = (
     "search expert: random-shooting planner over the game's seeded policy with the emulator's "
     "cloneState/restoreState, 8 candidates per 5-decision chunk, deaths avoided "
-    "(vical.envs.ale_games._search.chunk_search)"
+    "(vical.envs.games._search.chunk_search)"
 )
 
 
@@ -377,7 +377,7 @@ def life_lost(sim: Any, o: Outcome, before: Any) -> bool:
 BEAM_NOTE = (
     "search expert: life-safe beam search over all actions with the emulator's "
     "cloneState/restoreState, width {width}, states merged by RAM, the task's counted points as "
-    "objective (vical.envs.ale_games._group_a.beam_search)"
+    "objective (vical.envs.games._group_a.beam_search)"
 )
 
 

@@ -81,7 +81,7 @@ class GameDemos:
             "search expert: one-step look-ahead over seeded random rollouts of "
             f"{self.depth} decisions ({self.tails} per move, moves {'/'.join(self.moves)}) "
             "with the emulator's cloneState/restoreState, losing a life penalised "
-            "(vical.envs.ale_games._group_c.lookahead_play)"
+            "(vical.envs.games._group_c.lookahead_play)"
         )
 
 

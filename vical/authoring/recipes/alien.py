@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from vical.authoring.recipes._ale import BEAM_NOTE, beam_recipe
 from vical.envs.ale import JOYSTICK
-from vical.envs.ale_games.alien import WALK_ACTIONS
+from vical.envs.games.alien import WALK_ACTIONS
 
 # The beam plays the joystick only: the crew member keeps walking along a corridor
 # by itself, so turns at junctions and NOOP collect the eggs, and the clips do not

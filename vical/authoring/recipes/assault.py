@@ -9,7 +9,7 @@ holds NOOP (no dodging, no firing) until a dropped shot destroys the cannon.
 from __future__ import annotations
 
 from vical.authoring.recipes._ale import beam_recipe
-from vical.envs.ale_games.assault import WALK_ACTIONS
+from vical.envs.games.assault import WALK_ACTIONS
 
 RECIPE = beam_recipe(
     WALK_ACTIONS,

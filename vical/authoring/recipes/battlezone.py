@@ -14,7 +14,7 @@ several. The failure clip holds NOOP until an enemy tank's shell hits.
 from __future__ import annotations
 
 from vical.authoring.recipes._ale import beam_recipe
-from vical.envs.ale_games.battlezone import WALK_ACTIONS
+from vical.envs.games.battlezone import WALK_ACTIONS
 
 RECIPE = beam_recipe(
     WALK_ACTIONS,

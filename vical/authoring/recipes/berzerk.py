@@ -46,7 +46,7 @@ from vical.authoring.plan import (
 from vical.authoring.recipes._ale import ale_expert, ale_recipe, ale_start, beam_recipe
 from vical.demos.experts import ExpertResult
 from vical.envs.ale import JOYSTICK
-from vical.envs.ale_games.berzerk import ROOM_BYTE
+from vical.envs.games.berzerk import ROOM_BYTE
 from vical.spec import EnvSpec, TaskSpec
 
 # RAM bytes of the player's position (horizontal, vertical)

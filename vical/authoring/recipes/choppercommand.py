@@ -9,7 +9,7 @@ the life.
 from __future__ import annotations
 
 from vical.authoring.recipes._ale import beam_recipe
-from vical.envs.ale_games.choppercommand import WALK_ACTIONS
+from vical.envs.games.choppercommand import WALK_ACTIONS
 
 RECIPE = beam_recipe(
     WALK_ACTIONS,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vical.authoring.recipes._ale import chunk_recipe, hold
-from vical.envs.ale_games.demonattack import policy
+from vical.envs.games.demonattack import policy
 
 RECIPE = chunk_recipe(
     policy,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vical.authoring.recipes._ale import chunk_recipe, hold
-from vical.envs.ale_games.enduro import policy
+from vical.envs.games.enduro import policy
 
 RECIPE = chunk_recipe(
     policy,

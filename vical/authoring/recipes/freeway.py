@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from vical.authoring.recipes._ale import AleRecipe, hold, scripted
 from vical.authoring.sim import DecisionSim
-from vical.envs.ale_games.freeway import expert_actions, safe_step
+from vical.envs.games.freeway import expert_actions, safe_step
 
 
 def _win(sim: DecisionSim, n: int, seed: int) -> list[str]:
@@ -22,7 +22,7 @@ RECIPE = AleRecipe(
     fail_after=3,
     win_note=(
         "search expert: exhaustive three-deep look-ahead over Up / NOOP / Down with the emulator's "
-        "cloneState/restoreState until the chicken crosses (vical.envs.ale_games.freeway.expert_actions)"
+        "cloneState/restoreState until the chicken crosses (vical.envs.games.freeway.expert_actions)"
     ),
     fail_note="scripted failure: Up held without looking until a car knocks the chicken back to the curb",
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vical.authoring.recipes._ale import chunk_recipe
-from vical.envs.ale_games.frostbite import policy
+from vical.envs.games.frostbite import policy
 
 RECIPE = chunk_recipe(
     policy,

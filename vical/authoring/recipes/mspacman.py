@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vical.authoring.recipes._ale import chunk_recipe, hold
-from vical.envs.ale_games.mspacman import policy
+from vical.envs.games.mspacman import policy
 
 RECIPE = chunk_recipe(
     policy,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vical.authoring.recipes._ale import AleRecipe, hold, scripted
-from vical.envs.ale_games.pong import track
+from vical.envs.games.pong import track
 
 RECIPE = AleRecipe(
     win=scripted(track),
@@ -16,7 +16,7 @@ RECIPE = AleRecipe(
     fail_after=2,
     win_note=(
         "scripted expert: RAM ball tracker that moves the paddle's middle toward the ball's "
-        "height (vical.envs.ale_games.pong.track)"
+        "height (vical.envs.games.pong.track)"
     ),
     fail_note="scripted failure: NOOP held, the paddle stays put and the opponent scores",
 )
