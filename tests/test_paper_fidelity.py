@@ -26,11 +26,11 @@ from vical.spec import (
     ENV_TYPES,
     DemoClip,
     TaskSpec,
-    _check_provenance,
-    _numeric_keys,
     all_tasks,
+    check_provenance,
     get_task,
     load_envs,
+    numeric_keys,
 )
 
 LOADED = load_envs()
@@ -704,10 +704,8 @@ def _labelled_numbers():
         env, v = t.env, t.variant
         rows = [(n, tg.value, tg.provenance) for n, tg in t.targets.items()]
         for rule in (env.scoring, env.pass_rule):
-            rows += [
-                (k, rule.params[k], rule.provenance.get(k)) for k in _numeric_keys(rule.params)
-            ]
-        rows += [(k, v.params[k], v.provenance.get(k)) for k in _numeric_keys(v.params)]
+            rows += [(k, rule.params[k], rule.provenance.get(k)) for k in numeric_keys(rule.params)]
+        rows += [(k, v.params[k], v.provenance.get(k)) for k in numeric_keys(v.params)]
         for name, value, prov in rows:
             key = (env.env, name, repr(value), prov)
             if key not in seen:
@@ -722,7 +720,7 @@ def test_every_number_of_every_task_has_provenance_of_the_right_form():
             bad.append(f"{task_id}: {name} has no provenance")
             continue
         try:
-            _check_provenance(prov)
+            check_provenance(prov)
         except ValueError as e:
             bad.append(f"{task_id}: {name}: {e}")
         if prov.strip() in ("paper: Table 7", "paper: Table 8", "paper"):

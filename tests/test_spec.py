@@ -99,7 +99,7 @@ def test_select_tasks_patterns():
         select_tasks("nope/*")
 
 
-# -- task files against the installed simulators (vical.envs.checks) ---------------
+# -- task files against the installed simulators (vical.spec.checks) ---------------
 TASKS = Path(__file__).parents[1] / "vical" / "tasks"
 
 
@@ -228,7 +228,8 @@ def test_slow_registries_are_checked_when_the_game_is_made(tmp_path, env, mutate
 
 def test_missing_optional_simulator_loads_but_cannot_be_made(tmp_path, monkeypatch):
     """The sims extra is optional: listing tasks works without it, making a game says why not."""
-    from vical.envs import checks, make_env
+    from vical.envs import make_env
+    from vical.spec import checks
 
     real = checks.installed
     monkeypatch.setattr(checks, "installed", lambda dist: dist != "ale-py" and real(dist))
@@ -241,7 +242,8 @@ def test_missing_optional_simulator_loads_but_cannot_be_made(tmp_path, monkeypat
 def test_every_real_env_passes_the_simulator_checks(env_key):
     """Every shipped task file fits the installed simulators, slow registries included,
     and its vocabulary fits the action space of the game actually built."""
-    from vical.envs import checks, make_adapter
+    from vical.envs import make_adapter
+    from vical.spec import checks
 
     spec = LOADED[env_key]
     checks.check_env(spec, TASKS / f"{env_key}.yaml", deep=True)

@@ -75,3 +75,7 @@ def import_optional(module: str, *, package: str, extra: str, needed_for: str) -
         if missing is not None and missing not in parents:
             raise
         raise MissingDependency(package, extra, needed_for) from e
+
+
+class TaskSpecError(TaskDataError, ValueError):
+    """A task file could not be loaded; the message names file, task and field."""

@@ -150,7 +150,7 @@ def _paper_sets(values: Iterable[Any]) -> str:
 
 def number_sources(t: TaskSpec) -> list[tuple[str, str]]:
     """(number, where it comes from) for every number `vical tasks show` prints."""
-    from vical.spec import _numeric_keys
+    from vical.spec import numeric_keys
 
     spec, v = t.env, t.variant
     pe = ENVS.get(spec.env)
@@ -194,14 +194,14 @@ def number_sources(t: TaskSpec) -> list[tuple[str, str]]:
         where = "task target" if name in own else "scoring target"
         rows.append((f"{where} {name} = {_fmt_number(target.value)}", target.provenance))
     for rule_name, rule in (("scoring", spec.scoring), ("pass_rule", spec.pass_rule)):
-        for key in _numeric_keys(rule.params):
+        for key in numeric_keys(rule.params):
             rows.append(
                 (
                     f"{rule_name}.{key} = {_fmt_number(rule.params[key])}",
                     rule.provenance.get(key, "MISSING"),
                 )
             )
-    for key in _numeric_keys(v.params):
+    for key in numeric_keys(v.params):
         rows.append(
             (f"task param {key} = {_fmt_number(v.params[key])}", v.provenance.get(key, "MISSING"))
         )

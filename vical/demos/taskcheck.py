@@ -5,7 +5,7 @@ cheaply; this check goes on to everything a task must do before anyone runs it,
 for every file of a folder (or one file):
 
 * the file loads, and fits the installed simulators including the registries
-  that are slow to read (:func:`vical.envs.checks.env_problems`), NOOP included
+  that are slow to read (:func:`vical.spec.checks.env_problems`), NOOP included
   where an initial skip or the frame-skip fill needs it;
 * a game module beside the file (``<env>.py``) is the one vical finds for the
   environment (through ``$VICAL_GAME_PACKAGES``);
@@ -76,7 +76,7 @@ def check_folder(path: Path, on_problem: Callable[[str], None] | None = None) ->
 
 
 def _check_file(path: Path, report: CheckReport) -> list[str]:
-    from vical.envs.checks import env_problems
+    from vical.spec.checks import env_problems
 
     try:
         spec = load_env_file(path)

@@ -27,7 +27,6 @@ from types import ModuleType
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
-from vical.envs.checks import check_adapter_actions, check_simulator
 from vical.envs.core import (
     Adapter,
     InvalidActionError,
@@ -38,6 +37,7 @@ from vical.envs.core import (
     start_snapshots_enabled,
 )
 from vical.spec import EnvSpec, TaskSpec, TaskSpecError, get_task
+from vical.spec.checks import check_adapter_actions, check_simulator
 
 # family key (EnvSpec.family) -> module under vical.envs exposing make_adapter(task)
 FAMILIES: dict[str, str] = {
@@ -92,7 +92,7 @@ def game_module(spec: EnvSpec) -> ModuleType | None:
 def make_adapter(task: TaskSpec) -> Adapter:
     """The family's adapter for a task, after the checks that wait until a game is made.
 
-    Loading a task file checks what is cheap to check (:mod:`vical.envs.checks`);
+    Loading a task file checks what is cheap to check (:mod:`vical.spec.checks`);
     here the slow registries (MiniGrid, Procgen, highway-env, Tetris, Flappy Bird)
     are read before the game is built, and the vocabulary is checked against the
     action space of the game built. Both raise :class:`~vical.spec.TaskSpecError`.

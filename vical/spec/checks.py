@@ -21,6 +21,11 @@ checks therefore come in two tiers, each cached per ``(package, sim_id)``:
   highway-env, Tetris, Flappy Bird), and native actions against the action
   space of the game just built.
 
+This module sits in the task-data layer and imports only :mod:`vical.spec.models` and
+:mod:`vical.errors`; the registries of the families that vical defines itself (MiniGrid's
+sim ids, the highway, Tetris and Flappy Bird registrations) are imported by name when a
+check first needs them, like any simulator package.
+
 A family whose simulator distribution is not installed (the ``sims`` extra is
 optional) is only checked for the ``package`` name at load; making one of its
 games then fails with a message saying what to install.
@@ -42,7 +47,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from vical.spec import EnvSpec, TaskSpec, TaskSpecError
+from vical.errors import TaskSpecError
+from vical.spec.models import EnvSpec, TaskSpec
 
 # family -> (distribution of its simulator, top-level module of that distribution)
 FAMILY_PACKAGES: dict[str, tuple[str, str]] = {
