@@ -150,7 +150,7 @@ def expert_for(env_key: str) -> Callable | None:
     if env_key in ("taxi", "cliffwalking"):
         return lambda task: ("actions", getattr(bfs_expert(task), "actions", []))
     if env_key in ("lavacrossing", "multiroom", "unlockpickup"):
-        from vical.demos.experts import planner_route
+        from vical.authoring.experts import planner_route
 
         return lambda task: ("actions", planner_route(task))
     if env_key == "highway":
@@ -314,7 +314,7 @@ def summarise(rows: list[dict]) -> dict[str, dict]:
         for p in sorted({r["policy"] for r in mine if r["policy"].startswith("const:")}):
             consts[p[len("const:") :]] = _stats([r for r in mine if r["policy"] == p])
         rnd = _stats([r for r in mine if r["policy"] == "random"])
-        best = max(consts, key=lambda a: (consts[a]["pass"], consts[a]["score"]))
+        best = max(consts, key=lambda a: (consts[a]["pass"], consts[a]["score"]), default=None)
         out[env] = {
             "tasks": len({r["task"] for r in mine}),
             "table28_es": TABLE28[env].early_success,
@@ -322,7 +322,7 @@ def summarise(rows: list[dict]) -> dict[str, dict]:
             "constants": consts,
             "best_constant": best,
             "constants_over_random": sorted(
-                a for a, s in consts.items() if s["pass"] > rnd["pass"]
+                a for a, s in consts.items() if rnd["n"] and s["pass"] > rnd["pass"]
             ),
             "constant_early_successes": sum(s["es"] for s in consts.values()),
             "expert": _stats([r for r in mine if r["policy"] == "expert"]),
@@ -355,9 +355,10 @@ def markdown(summary: dict[str, dict], meta: dict) -> str:
     for env, s in summary.items():
         best = s["best_constant"]
         over = ", ".join(s["constants_over_random"]) or "–"
+        best_cell = f"{best}: {_cell(s['constants'][best])}" if best else "–"
         lines.append(
             f"| {env} | {s['tasks']} | {s['table28_es']:.1f}% | {_cell(s['random'])} | "
-            f"{best}: {_cell(s['constants'][best])} | {over} | "
+            f"{best_cell} | {over} | "
             f"{s['constant_early_successes']} | {_cell(s['expert'])} |"
         )
     lines += ["", "<details><summary>Every constant action</summary>", ""]
@@ -429,7 +430,6 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         rows = run(envs, args.policies, args.workers, args.expert_timeout)
         seconds = time.perf_counter() - t0
-    summary = summarise(rows)
     meta = {
         "date": time.strftime("%Y-%m-%d"),
         "digest": _digest() if _digest else "unknown",
@@ -437,6 +437,9 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": seconds,
         "workers": args.workers,
     }
+    if args.json:  # the episodes first: a table that cannot be made loses nothing played
+        args.json.write_text(json.dumps({"meta": meta, "episodes": rows}))
+    summary = summarise(rows)
     table = markdown(summary, meta)
     if args.json:
         args.json.write_text(json.dumps({"meta": meta, "summary": summary, "episodes": rows}))

@@ -328,7 +328,7 @@ def test_life_loss_terminates_without_pass(game):
 @pytest.mark.parametrize("game", GAMES)
 def test_stored_init_actions_match_generator(game):
     spec = load_envs()[game]
-    module = importlib.import_module(f"vical.envs.games.{game}")
+    module = importlib.import_module(f"vical.authoring.recipes.{game}")
     fresh = module.generate_init_actions(spec)
     # sequences the paper spells out (Figure 5: asterix/lanes) are data, not generator output
     generated = [t for t in spec.tasks if not (t.init_source or "").startswith("paper:")]
@@ -336,7 +336,7 @@ def test_stored_init_actions_match_generator(game):
     assert fresh == stored
     for t in generated:
         if t.init_actions:
-            assert f"vical.envs.games.{game}.generate_init_actions" in (t.init_source or "")
+            assert f"vical.authoring.recipes.{game}.generate_init_actions" in (t.init_source or "")
 
 
 def test_alien_pass_and_victory_thresholds():

@@ -124,7 +124,7 @@ def test_life_loss_ends_episode(game):
 @pytest.mark.parametrize("game", REGENERATED)
 def test_stored_init_actions_match_generator(game):
     spec = load_envs()[game]
-    module = importlib.import_module(f"vical.envs.games.{game}")
+    module = importlib.import_module(f"vical.authoring.recipes.{game}")
     fresh = module.generate_init_actions(spec)
     # sequences the paper spells out (Figure 5: seaquest/dive-230) are data, not generator output
     generated = [t for t in spec.tasks if not (t.init_source or "").startswith("paper:")]
@@ -133,7 +133,7 @@ def test_stored_init_actions_match_generator(game):
     for t in generated:
         if t.kind == "human-init":
             assert t.init_source.startswith(
-                f"generated: vical.envs.games.{game}.generate_init_actions"
+                f"generated: vical.authoring.recipes.{game}.generate_init_actions"
             )
 
 

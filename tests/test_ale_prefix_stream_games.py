@@ -5,7 +5,8 @@ fires, and the stored human-init sequences equal a fresh generator run.
 
 The good trajectories were found by the search experts in
 ``vical.authoring.search`` (``chunk_search`` with each game's seeded
-policy, ``freeway.expert_actions``, and the Pong RAM ball tracker) and are
+policy, the Freeway look-ahead ``expert_actions`` and the Pong RAM ball tracker of
+``vical/authoring/recipes/<env>.py``) and are
 stored here as action lists so the tests replay them quickly.
 """
 
@@ -432,14 +433,14 @@ def test_stored_init_actions_equal_fresh_generation(env_key):
     subset = spec.model_copy(
         update={"tasks": [t for t in spec.tasks if t.kind != "human-init" or t.variant in keep]}
     )
-    module = importlib.import_module(f"vical.envs.games.{env_key}")
+    module = importlib.import_module(f"vical.authoring.recipes.{env_key}")
     fresh = module.generate_init_actions(subset)
     assert set(fresh) == keep
     for t in spec.tasks:
         if t.variant in keep:
             assert t.init_actions == fresh[t.variant], f"{env_key}/{t.variant} differs"
             assert t.init_source and t.init_source.startswith(
-                f"generated: vical.envs.games.{env_key}.generate_init_actions"
+                f"generated: vical.authoring.recipes.{env_key}.generate_init_actions"
             )
 
 

@@ -6,16 +6,10 @@ import shutil
 
 import pytest
 
+from vical.authoring.experts import failure_search, run_policy, search_expert
 from vical.authoring.plan import ClipPlan, base_task
 from vical.authoring.yamlio import write_demos
-from vical.demos.experts import (
-    CONTROLLERS,
-    Sim,
-    bfs_expert,
-    failure_search,
-    run_policy,
-    search_expert,
-)
+from vical.demos.experts import CONTROLLERS, Sim, bfs_expert
 from vical.spec import TASKS_DIR, DemoClip, get_task, load_env_file
 
 

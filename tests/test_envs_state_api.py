@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from vical.envs import make_env
+from vical.envs.games.cliffwalking import CliffState
+from vical.envs.games.taxi import TaxiState
 from vical.envs.states import NativeState, StateKindError
-from vical.envs.toytext import CliffState, TaxiState
 from vical.spec import load_envs
 from vical.wm.cases import SCENARIOS
 

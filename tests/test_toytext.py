@@ -9,13 +9,8 @@ import pytest
 from conftest import task_params
 
 from vical.envs import make_env
-from vical.envs.toytext import (
-    CLIFF_GOAL,
-    TAXI_BUILDING_OFFSET,
-    cliff_distances,
-    taxi_building_pixels,
-    taxi_cell_origin,
-)
+from vical.envs.games.cliffwalking import CLIFF_GOAL, cliff_distances
+from vical.envs.games.taxi import TAXI_BUILDING_OFFSET, taxi_building_pixels, taxi_cell_origin
 
 # --- an independent description of the Taxi-v3 domain (Dietterich's taxi) ---
 V3_MAP = [

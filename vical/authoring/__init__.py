@@ -9,12 +9,16 @@ the runtime's :class:`~vical.envs.core.VicalEnv`:
 - :mod:`vical.authoring.search` — the search strategies (rewinding deathless
   play, chunked random shooting, beam search, look-ahead play, dense-start and
   decision-point searches for human-init sequences);
+- :mod:`vical.authoring.experts` — the demo experts only authoring uses (rollout
+  search, failure search, scripted and replayed play, the MiniGrid planner route)
+  on top of the runtime's :mod:`vical.demos.experts`;
 - :mod:`vical.authoring.plan` — clip plans, pools and their assignment;
 - :mod:`vical.authoring.make` — ``make_demos``: run a recipe's plans, assign, pack;
 - :mod:`vical.authoring.yamlio` — writing demo lists into a task file;
 - :mod:`vical.authoring.sheet` — start-state contact sheets for review;
 - :mod:`vical.authoring.recipes` — one module per environment (its recipe and,
-  where it has one, its human-init generator), found by :func:`author_module`.
+  where it has one, its human-init generator, which its task file's ``init_source``
+  names), found by :func:`author_module`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from vical.envs import env_module, game_module
+from vical.envs import env_module
 from vical.spec import EnvSpec
 
 if TYPE_CHECKING:
@@ -54,12 +58,9 @@ def recipe_for(spec: EnvSpec) -> Recipe | None:
 
 
 def init_generator(spec: EnvSpec) -> Callable[[EnvSpec], dict[str, list[str]]] | None:
-    """The environment's ``generate_init_actions``: its authoring module's, else its game
-    module's (where the ALE games keep theirs), else None."""
-    for mod in (author_module(spec), game_module(spec)):
-        fn: Callable[[EnvSpec], dict[str, list[str]]] | None = getattr(
-            mod, "generate_init_actions", None
-        )
-        if fn is not None:
-            return fn
-    return None
+    """The environment's human-init generator: its authoring module's
+    ``generate_init_actions``, or None where it has none (its sequences are data)."""
+    fn: Callable[[EnvSpec], dict[str, list[str]]] | None = getattr(
+        author_module(spec), "generate_init_actions", None
+    )
+    return fn

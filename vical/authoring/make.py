@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vical.authoring import recipe_for
+from vical.authoring.experts import failure_search, search_expert
 from vical.authoring.plan import (
     MAX_FRAMES,
     ClipPlan,
@@ -32,7 +33,7 @@ from vical.authoring.plan import (
     run_plan,
     task_start_hashes,
 )
-from vical.demos.experts import bfs_expert, failure_search, search_expert
+from vical.demos.experts import bfs_expert
 from vical.demos.render import clip_task, replay_clip, task_start_sha256
 from vical.spec import TASKS_DIR, DemoClip, EnvSpec, TaskSpec, load_env_file
 
@@ -88,7 +89,7 @@ def generic_plans(spec: EnvSpec) -> list[ClipPlan]:
                     f"{spec.env}-s{seed}-k{skip}-search",
                     partial(search_expert, seed=i),
                     "search expert: receding-horizon rollouts with the simulator's save/restore, "
-                    "benchmark score as objective (vical.demos.experts.search_expert)",
+                    "benchmark score as objective (vical.authoring.experts.search_expert)",
                     seed,
                     skip,
                     horizon=horizon,
@@ -100,7 +101,7 @@ def generic_plans(spec: EnvSpec) -> list[ClipPlan]:
             ClipPlan(
                 f"{spec.env}-s{seed}-k{skip}-loss",
                 lambda t: failure_search(t, target_len=12),
-                "failure clip: seeded random play that loses (vical.demos.experts.failure_search)",
+                "failure clip: seeded random play that loses (vical.authoring.experts.failure_search)",
                 seed,
                 skip,
                 horizon=horizon,

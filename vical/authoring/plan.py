@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from vical.demos.experts import ExpertResult, replay_actions
+from vical.authoring.experts import replay_actions
+from vical.demos.experts import ExpertResult
 from vical.demos.render import clip_task, replay_clip, task_start_sha256
 from vical.envs.core import VicalEnv
 from vical.spec import DemoClip, EnvSpec, TaskSpec

@@ -1,12 +1,9 @@
 """Flappy Bird on ``flappy-bird-gymnasium`` (``FlappyBird-v0``).
 
 Two actions: Idle (let the bird fall) and Flap. One decision is one frame of
-the game (pipes move 4 pixels a frame). The simulator's shaped reward (a
-survival bonus every frame, penalties near obstacles) is ignored: progress is
-the number of pipes passed, which the simulator counts in ``info["score"]``.
-The score is the capped ratio of pipes passed to ``pipes_target`` (3); the
-task passes after one pipe, ends as a Victory after three, and a crash into
-a pipe or the ground ends it as Terminated.
+the game (pipes move 4 pixels a frame). The adapter and its scoring (pipes
+passed) live in the game module, :mod:`vical.envs.games.flappybird` (found by
+:func:`vical.envs.game_module`).
 
 Tasks differ by seed (the heights of the pipe gaps come from the env's
 ``np_random``) and by the bird, pipe and background colours, which the
@@ -26,7 +23,7 @@ start state exactly.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
@@ -37,94 +34,35 @@ import numpy as np
 import pygame
 
 from vical.envs import portable
-from vical.envs.core import Frame, Tick
-from vical.envs.gymbase import GymAdapter
-from vical.envs.scoring import EventCounter
-from vical.spec import TaskSpec
+from vical.envs.core import Adapter, Frame
+from vical.spec import TaskSpec, TaskSpecError
 
 # the simulator's float math (distances to the pipes) goes through
 # vical.envs.fpmath, the same bits on every CPU
 PORTABLE_MODULES = ["flappy_bird_gymnasium.envs.flappy_bird_env"]
 portable.install(PORTABLE_MODULES)
 
-if TYPE_CHECKING:
-    from flappy_bird_gymnasium import FlappyBirdEnv
+
+def draw_frame(game: Any) -> Frame:
+    """The frame ``render()`` returns, read row by row from the drawn surface of ``game``
+    (the unwrapped ``FlappyBirdEnv``).
+
+    ``FlappyBirdEnv.render`` draws the same surface and returns pygame's
+    column-major array transposed, which every consumer (hash, PNG) then has
+    to copy into row order; ``pygame.image.tobytes`` gives the row-major
+    pixels directly. tests/test_flappy.py checks both agree on every frame of
+    played episodes.
+    """
+    game._draw_surface(show_score=False, show_rays=False)
+    surface = game._surface
+    width, height = surface.get_size()
+    pixels = bytearray(pygame.image.tobytes(surface, "RGB"))
+    return np.frombuffer(pixels, dtype=np.uint8).reshape(height, width, 3)
 
 
-class FlappyAdapter(GymAdapter):
-    """Pipes-passed score; no survival reward."""
-
-    env: FlappyBirdEnv
-
-    # the upstream simulator keeps state across reset() (module docstring); a fresh
-    # one for every reset but the first costs 7 ms
-    rebuild_on_reset = True
-
-    def start(self) -> None:
-        self.pipes = EventCounter(target=self.task.target("pipes_target"))
-        self.seen = int(self.info.get("score", 0))
-        self.crashed = False
-
-    def on_tick(self, tick: Tick) -> None:
-        total = int(tick.info.get("score", self.seen))
-        self.pipes.add(total - self.seen)
-        self.seen = max(self.seen, total)
-        self.crashed = self.crashed or tick.terminated
-
-    def score(self) -> float:
-        return self.pipes.score()
-
-    def passed(self) -> bool:
-        return self.pipes.count >= int(self.task.params.get("pass_pipes", 1))
-
-    def ending(self, native_terminated: bool) -> str | None:
-        if native_terminated:
-            return "Terminated"
-        if self.pipes.count >= self.task.target("pipes_target"):
-            return "Victory"
-        return None
-
-    def doctor_state(self) -> dict[str, float]:
-        """The bird's height, vertical speed and tilt, for ``vical doctor``."""
-        env = self.env
-        return {
-            "bird_y": float(env._player_y),
-            "bird_vel_y": float(env._player_vel_y),
-            "bird_rot": float(env._player_rot),
-        }
-
-    def progress(self) -> dict[str, Any]:
-        env = self.env
-        return {
-            "pipes": int(self.pipes.count),
-            "crashed": self.crashed,
-            "bird_y": int(env._player_y),
-        }
-
-    def frame(self) -> Frame:
-        """The frame ``render()`` returns, read row by row from the drawn surface.
-
-        ``FlappyBirdEnv.render`` draws the same surface and returns pygame's
-        column-major array transposed, which every consumer (hash, PNG) then has
-        to copy into row order; ``pygame.image.tobytes`` gives the row-major
-        pixels directly. tests/test_flappy.py checks both agree on every frame of
-        played episodes.
-        """
-        if self._frame is None:
-            game = self.env.unwrapped
-            game._draw_surface(show_score=False, show_rays=False)
-            surface = game._surface
-            width, height = surface.get_size()
-            pixels = bytearray(pygame.image.tobytes(surface, "RGB"))
-            self._frame = np.frombuffer(pixels, dtype=np.uint8).reshape(height, width, 3)
-        return self._frame
-
-    def close(self) -> None:
-        # FlappyBirdEnv.close() calls pygame.quit(), which would tear down the
-        # pygame state of every other live environment in the process
-        # (highway-env and classic-control viewers share the one pygame module).
-        pass
-
-
-def make_adapter(task: TaskSpec) -> FlappyAdapter:
-    return FlappyAdapter(task)
+def make_adapter(task: TaskSpec) -> Adapter:
+    """Only reached for a Flappy Bird environment without a game module ``Adapter``."""
+    raise TaskSpecError(
+        f"{task.id}: Flappy Bird environment {task.env.env!r} has no adapter: "
+        f"add vical/envs/games/{task.env.env}.py with an Adapter class"
+    )

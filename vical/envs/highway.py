@@ -6,25 +6,10 @@ Right, Faster, Slower); highway-env's own low-level controllers turn them into
 steering and throttle. Each decision is one primitive step with the action
 followed by one primitive step of Idle (frame skip 2, action steps 1).
 
-Score (normalized high-speed score): at every primitive step the ego's
-forward speed is mapped linearly from highway-env's ``reward_speed_range``
-onto [0, 1] (the same term as the simulator's ``high_speed_reward``, clipped);
-these shares add up while the car is intact. The score is the capped ratio of
-that sum to ``speed_share`` times the number of primitive steps in the task's
-horizon, so it only grows, reaches 100 for driving near top speed through the
-whole horizon, and stops growing at a crash.
-
-Ending and pass: highway-env's own episode end is kept. Its ``duration``
-config (simulated seconds; highway-env's default is 40) truncates the drive
-once that much time has passed; with ``policy_frequency`` 2 and two primitive
-steps per decision, one decision is one simulated second, so the drive ends
-after ``duration`` decisions. The task sets it from the pass rule's
-``episode_seconds`` (39: Table 28's longest highway episode is 39 decisions,
-and every highway budget of Table 7, 52-120, is longer, so a surviving run ends
-there, before its budget, as an early success). Pass: the car is intact when
-the drive ends, at highway-env's natural end or at the decision budget if that
-comes first; the episode then ends with ``Victory``. A crash ends it at once
-with ``Terminated``. The score's horizon is the shorter of the two ends.
+The adapter (its score, pass rule and ending, and why highway-env's
+``duration`` comes from the pass rule's ``episode_seconds``) lives in the game
+module, :mod:`vical.envs.games.highway` (found by
+:func:`vical.envs.game_module`); this module holds the simulator's setup.
 
 Determinism: every random draw of highway-env (ego lane, traffic placement,
 driver behaviour) comes from the env's ``np_random``, seeded by ``reset``;
@@ -68,26 +53,22 @@ task both ways and compares every frame.
 from __future__ import annotations
 
 import os
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
-import gymnasium as gym
 import highway_env  # noqa: F401  (registers highway-v0)
-from highway_env.envs.common.graphics import EnvViewer
 from highway_env.envs.common.observation import KinematicObservation, ObservationType
 from highway_env.envs.highway_env import HighwayEnv
 from highway_env.road.road import Road
 from highway_env.vehicle.objects import Landmark, RoadObject
 
-from vical.envs import fpmath, portable
-from vical.envs.core import Frame, Tick
-from vical.envs.gymbase import GymAdapter
-from vical.envs.scoring import capped_ratio
-from vical.spec import TaskSpec
+from vical.envs import portable
+from vical.envs.core import Adapter
+from vical.spec import TaskSpec, TaskSpecError
 
 # highway-env's modules that move, steer, collide, reward and draw the cars: their
 # float math goes through vical.envs.fpmath, the same bits on every CPU.
@@ -285,120 +266,9 @@ def highway_config(task: TaskSpec) -> dict[str, Any]:
     return {**task.env_kwargs, **FIXED_CONFIG, "duration": episode_seconds(task)}
 
 
-class HighwayAdapter(GymAdapter):
-    """highway-v0 with a normalized high-speed score and crash termination."""
-
-    env: HighwayEnv
-
-    def make_env(self) -> HighwayEnv:
-        return cast(
-            HighwayEnv,
-            gym.make(
-                self.task.env.sim_id, render_mode="rgb_array", config=highway_config(self.task)
-            ).unwrapped,
-        )
-
-    def reset(self, seed: int) -> None:
-        super().reset(seed)
-        install_fast_paths(self.env)
-        self.viewer: EnvViewer | None = None
-
-    def frame(self) -> Frame:
-        """Draw the road off-screen with the adapter's own viewer.
-
-        highway-env's viewer disables drawing whenever ``SDL_VIDEODRIVER`` is
-        ``dummy`` (it then returns black frames), and ``env.render()`` turns on
-        re-drawing of every intermediate simulation frame. Holding a private,
-        explicitly enabled off-screen viewer avoids both.
-        """
-        if self._frame is None:
-            if self.viewer is None:
-                self.viewer = EnvViewer(self.env)
-                self.viewer.enabled = True
-            self.viewer.display()
-            self._frame = np.ascontiguousarray(self.viewer.get_image(), dtype=np.uint8)
-        return self._frame
-
-    @property
-    def ego(self) -> Any:
-        """The ego vehicle (highway-env's ``ControlledVehicle``)."""
-        return self.env.vehicle
-
-    def doctor_state(self) -> dict[str, list[float]]:
-        """Every car's x, y, heading and speed (ego first), for ``vical doctor``."""
-        out: dict[str, list[float]] = {}
-        for i, v in enumerate(self.env.road.vehicles):
-            name = "ego" if v is self.ego else f"car{i}"
-            out[name] = [
-                float(v.position[0]),
-                float(v.position[1]),
-                float(v.heading),
-                float(v.speed),
-            ]
-        return out
-
-    def speed_share(self) -> float:
-        """Forward speed mapped from ``reward_speed_range`` onto [0, 1]."""
-        lo, hi = self.env.config["reward_speed_range"]
-        forward = float(self.ego.speed * fpmath.cos(self.ego.heading))
-        return float(np.clip((forward - lo) / (hi - lo), 0.0, 1.0))
-
-    def start(self) -> None:
-        self.ticks = 0
-        self.crashed = False
-        self.credit = 0.0
-        self.natural_end = False
-        self.start_time = float(self.env.time)
-        self.start_x = float(self.ego.position[0])
-
-    def on_tick(self, tick: Tick) -> None:
-        if self.crashed:
-            return
-        self.ticks += 1
-        if tick.terminated or self.ego.crashed:
-            self.crashed = True
-            return
-        self.credit += self.speed_share()
-        if self.env._is_truncated():  # highway-env's own time limit (``duration``)
-            self.natural_end = True
-
-    @property
-    def horizon_ticks(self) -> int:
-        """Primitive steps to the earlier of the decision budget and highway-env's natural end
-        (counted from the start state)."""
-        budget = self.task.max_steps * self.task.env.frame_skip
-        cfg = self.env.config
-        natural: int = round(
-            (episode_seconds(self.task) - self.start_time) * cfg["policy_frequency"]
-        )
-        return max(1, min(budget, natural))
-
-    def score(self) -> float:
-        share = self.task.target("speed_share")
-        return capped_ratio(self.credit, share * self.horizon_ticks)
-
-    def passed(self) -> bool:
-        return not self.crashed and (self.natural_end or self.ticks >= self.horizon_ticks)
-
-    def ending(self, native_terminated: bool) -> str | None:
-        if self.crashed:
-            return "Terminated"
-        if self.passed():
-            return "Victory"
-        if native_terminated:
-            return "Terminated"
-        return None
-
-    def progress(self) -> dict[str, Any]:
-        return {
-            "ticks": self.ticks,
-            "crashed": self.crashed,
-            "speed_credit": round(self.credit, 6),
-            "speed": round(float(self.ego.speed), 6),
-            "lane": int(self.ego.lane_index[2]),
-            "distance": round(float(self.ego.position[0]) - self.start_x, 3),
-        }
-
-
-def make_adapter(task: TaskSpec) -> HighwayAdapter:
-    return HighwayAdapter(task)
+def make_adapter(task: TaskSpec) -> Adapter:
+    """Only reached for a highway-env environment without a game module ``Adapter``."""
+    raise TaskSpecError(
+        f"{task.id}: highway-env environment {task.env.env!r} has no adapter: "
+        f"add vical/envs/games/{task.env.env}.py with an Adapter class"
+    )

@@ -1,21 +1,11 @@
-"""MiniGrid-derived custom environments: LavaCrossing, MultiRoom and UnlockPickup.
+"""MiniGrid-derived custom environments: what LavaCrossing, MultiRoom and UnlockPickup share.
 
-Three environments on ``minigrid`` 3.2.0, each registered with Gymnasium under
-its paper id so researchers can ``gymnasium.make`` them directly:
-
-* ``CustomLavaCrossing-v0`` - minigrid's crossing layout at 11 x 11 with five
-  lava rivers (``LavaCrossingS11N5``); the start heading is a parameter.
-* ``CustomMultiRoom-v0`` - six rooms joined by closed doors on a square grid of
-  side 15, 20 or 25. minigrid's generator draws each room side from
-  ``[4, max_room_size]``. With minigrid's default maximum (10) the shortest
-  routes on the Table 8 seeds take 36-54 decisions even with the whole map
-  known, and under partial observation the agent must also search every room
-  for its exit door. The tasks cap the room side by grid size (15: 5, 20: 6,
-  25: 7, stored in each task's ``env_kwargs``), which keeps the shortest routes
-  at 29-40 decisions and leaves about 30 of the 70 for searching; the tests
-  check every route against the budget.
-* ``CustomUnlockPickup-v0`` - minigrid's two-room UnlockPickup with the room
-  side (7, 9 or 11) as a parameter instead of the fixed 6.
+Each game has its game module ``vical/envs/games/<env>.py`` (:data:`GAMES`):
+its simulator class on ``minigrid`` 3.2.0, registered with Gymnasium under its
+paper id (``CustomLavaCrossing-v0``, ``CustomMultiRoom-v0``,
+``CustomUnlockPickup-v0``) when the module is imported, so researchers can
+``gymnasium.make`` them directly, and its ``Adapter``. :data:`SIM_IDS` (or
+:func:`register_envs`) imports the three and so registers them all.
 
 The seven actions keep minigrid's order: Left and Right turn in place, Forward
 moves one cell, Pickup, Drop, Toggle act on the cell in front, Done does
@@ -39,9 +29,9 @@ We chose this over the two alternatives the issue named:
 
 Showing only the current view on the fixed full-map canvas keeps the heading
 and absolute position visible while forcing the agent to remember what it saw
-before (MultiRoom: rooms behind it, doors it passed). UnlockPickup adds a strip
-under the map showing the object the agent is carrying, since the map itself
-draws only the agent.
+before (MultiRoom: rooms behind it, doors it passed). An adapter with
+``carry_strip`` (UnlockPickup) adds a strip under the map showing the object the
+agent is carrying, since the map itself draws only the agent.
 
 Planning and scoring
 --------------------
@@ -54,8 +44,9 @@ sequence (the tests' planner and the demo expert).
 
 from __future__ import annotations
 
+import importlib
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from typing import Any, cast
 
@@ -65,20 +56,18 @@ import numpy.typing as npt
 from minigrid.core.constants import COLOR_NAMES
 from minigrid.core.grid import Grid
 from minigrid.core.world_object import Ball, Box, Door, Goal, Key, Lava, Wall, WorldObj
-from minigrid.envs.crossing import CrossingEnv
-from minigrid.envs.multiroom import MultiRoomEnv
-from minigrid.envs.unlockpickup import UnlockPickupEnv
 from minigrid.minigrid_env import MiniGridEnv
 
+from vical.envs import GAME_PACKAGE, game_module
 from vical.envs.core import Frame, Tick
 from vical.envs.gymbase import GymAdapter
-from vical.envs.scoring import Milestones, clamp, path_efficiency
+from vical.envs.scoring import clamp, path_efficiency
 from vical.envs.states import Facts
-from vical.spec import TaskSpec
+from vical.spec import TaskSpec, TaskSpecError
 
 # The simulator's own step limit is irrelevant: vical's max-steps cap ends the
 # episode (GymAdapter ignores truncation); a large limit keeps minigrid quiet.
-_SIM_MAX_STEPS = 100_000
+SIM_MAX_STEPS = 100_000
 
 # native actions (minigrid.core.actions.Actions order)
 LEFT, RIGHT, FORWARD, PICKUP, DROP, TOGGLE, DONE = range(7)
@@ -87,97 +76,51 @@ HEADINGS = ("east", "south", "west", "north")
 
 
 # ---------------------------------------------------------------------------
-# Simulators
+# Simulators: each game module registers its own
 # ---------------------------------------------------------------------------
-class CustomLavaCrossingEnv(CrossingEnv):
-    """minigrid's lava crossing (11 x 11, five rivers by default) with a chosen start heading."""
+# the env keys of the family's games, each with its game module vical/envs/games/<env>.py
+GAMES = ("lavacrossing", "multiroom", "unlockpickup")
 
-    def __init__(
-        self,
-        size: int = 11,
-        num_crossings: int = 5,
-        start_dir: int = 0,
-        max_steps: int = _SIM_MAX_STEPS,
-        **kwargs: Any,
-    ):
-        if start_dir not in range(4):
-            raise ValueError(f"start_dir must be 0-3 (east, south, west, north), got {start_dir}")
-        self.start_dir = start_dir
-        super().__init__(
-            size=size,
-            num_crossings=num_crossings,
-            obstacle_type=Lava,
-            max_steps=max_steps,
-            **kwargs,
-        )
-
-    def _gen_grid(self, width: int, height: int) -> None:
-        gen_grid = cast(Callable[[int, int], None], super()._gen_grid)
-        gen_grid(width, height)
-        self.agent_dir = self.start_dir
+# sim id -> simulator class, filled in by :func:`register` as game modules are imported
+_SIMULATORS: dict[str, type[MiniGridEnv]] = {}
 
 
-class CustomMultiRoomEnv(MultiRoomEnv):
-    """minigrid's multi-room maze with a fixed room count on a square grid of side ``grid_size``."""
-
-    def __init__(
-        self,
-        grid_size: int = 25,
-        num_rooms: int = 6,
-        max_room_size: int = 10,
-        max_steps: int = _SIM_MAX_STEPS,
-        **kwargs: Any,
-    ):
-        self.grid_size = grid_size
-        super().__init__(
-            minNumRooms=num_rooms,
-            maxNumRooms=num_rooms,
-            maxRoomSize=max_room_size,
-            width=grid_size,
-            height=grid_size,
-            max_steps=max_steps,
-            **kwargs,
-        )
-
-
-class CustomUnlockPickupEnv(UnlockPickupEnv):
-    """minigrid's UnlockPickup (key, locked door, box in the second room) with a chosen room side."""
-
-    def __init__(self, room_size: int = 6, max_steps: int = _SIM_MAX_STEPS, **kwargs: Any):
-        # UnlockPickupEnv hard-codes room_size = 6; build its RoomGrid directly.
-        from minigrid.core.constants import COLOR_NAMES
-        from minigrid.core.mission import MissionSpace
-        from minigrid.core.roomgrid import RoomGrid
-
-        mission_space = MissionSpace(
-            mission_func=self._gen_mission, ordered_placeholders=[COLOR_NAMES]
-        )
-        RoomGrid.__init__(
-            self,
-            mission_space=mission_space,
-            num_rows=1,
-            num_cols=2,
-            room_size=room_size,
-            max_steps=max_steps,
-            **kwargs,
-        )
-
-
-SIM_IDS = {
-    "CustomLavaCrossing-v0": CustomLavaCrossingEnv,
-    "CustomMultiRoom-v0": CustomMultiRoomEnv,
-    "CustomUnlockPickup-v0": CustomUnlockPickupEnv,
-}
+def register(sim_id: str, simulator: type[MiniGridEnv]) -> None:
+    """Register a game module's simulator under ``sim_id``, here and with Gymnasium (idempotent)."""
+    _SIMULATORS[sim_id] = simulator
+    if sim_id not in gym.registry:
+        gym.register(id=sim_id, entry_point=f"{simulator.__module__}:{simulator.__name__}")
 
 
 def register_envs() -> None:
-    """Register the three custom environments with Gymnasium (idempotent)."""
-    for sim_id, cls in SIM_IDS.items():
-        if sim_id not in gym.registry:
-            gym.register(id=sim_id, entry_point=f"{__name__}:{cls.__name__}")
+    """Import the game modules of :data:`GAMES`, which register their simulators (idempotent)."""
+    for env in GAMES:
+        importlib.import_module(f"{GAME_PACKAGE}.{env}")
 
 
-register_envs()
+class _SimIds(Mapping[str, type[MiniGridEnv]]):
+    """sim id -> simulator class of every registered game; the first use imports the
+    game modules of :data:`GAMES` (they import this module, so it cannot import them)."""
+
+    def _all(self) -> dict[str, type[MiniGridEnv]]:
+        register_envs()
+        return _SIMULATORS
+
+    def __getitem__(self, sim_id: str) -> type[MiniGridEnv]:
+        return self._all()[sim_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __repr__(self) -> str:
+        return f"SIM_IDS({self._all()!r})"
+
+
+# the registered simulators by sim id (read by the task-file checks)
+SIM_IDS: Mapping[str, type[MiniGridEnv]] = _SimIds()
 
 
 # ---------------------------------------------------------------------------
@@ -189,13 +132,13 @@ State = tuple[int, int, int, int, tuple[tuple[int, int] | None, ...], tuple[int,
 # Events of a transition.
 GOAL, LAVA, TARGET, DESTROYED = "goal", "lava", "target", "destroyed"
 
-_DOOR_OPEN, _DOOR_CLOSED, _DOOR_LOCKED = 0, 1, 2
+DOOR_OPEN, DOOR_CLOSED, DOOR_LOCKED = 0, 1, 2
 
 
 def _door_state(door: Door) -> int:
     if door.is_open:
-        return _DOOR_OPEN
-    return _DOOR_LOCKED if door.is_locked else _DOOR_CLOSED
+        return DOOR_OPEN
+    return DOOR_LOCKED if door.is_locked else DOOR_CLOSED
 
 
 class GridModel:
@@ -284,7 +227,7 @@ class GridModel:
         door = self.door_at.get(front, -1)
         obj = self._object_at(state, front)
         if action == FORWARD:
-            if kind == "wall" or obj >= 0 or (door >= 0 and doors[door] != _DOOR_OPEN):
+            if kind == "wall" or obj >= 0 or (door >= 0 and doors[door] != DOOR_OPEN):
                 return state, None
             moved = (front[0], front[1], d, carrying, positions, doors)
             return moved, (GOAL if kind == "goal" else LAVA if kind == "lava" else None)
@@ -301,13 +244,13 @@ class GridModel:
         if action == TOGGLE:
             if door >= 0:
                 s = doors[door]
-                if s == _DOOR_LOCKED:
+                if s == DOOR_LOCKED:
                     held = self.objects[carrying] if carrying >= 0 else None
                     if not (isinstance(held, Key) and held.color == self.doors[door].color):
                         return state, None
-                    new = _DOOR_OPEN
+                    new = DOOR_OPEN
                 else:
-                    new = _DOOR_CLOSED if s == _DOOR_OPEN else _DOOR_OPEN
+                    new = DOOR_CLOSED if s == DOOR_OPEN else DOOR_OPEN
                 doors2 = (*doors[:door], new, *doors[door + 1 :])
                 return (x, y, d, carrying, positions, doors2), None
             if obj >= 0 and isinstance(self.objects[obj], Box):
@@ -661,124 +604,16 @@ class NavigationAdapter(MiniGridAdapter):
         }
 
 
-MILESTONES = ("key", "door", "object", "efficient")
-
-
-class UnlockPickupAdapter(MiniGridAdapter):
-    """UnlockPickup: key, door and object milestones with partial credit and efficiency.
-
-    Milestones (weights ``weight_<name>`` under ``scoring.targets``), in order: ``key`` (the
-    key is picked up), ``door`` (the locked door is opened), ``object`` (the
-    box is picked up), ``efficient`` (optimal decisions / decisions used once
-    the box is held). Partial credit toward the next milestone is the share of
-    its shortest-route length (from the state where the previous milestone was
-    reached, or the start) closed at the best state so far. Toggling the box
-    opens it and it vanishes: the task can no longer be completed and the
-    episode ends (Terminated) with the milestones already earned.
-
-    Pass: the box is picked up.
-    """
-
-    carry_strip = True
-
-    def start(self) -> None:
-        m = self.model
-        self.key = next(i for i, o in enumerate(m.objects) if isinstance(o, Key))
-        self.door = next(i for i, d in enumerate(m.doors) if d.is_locked)
-        self.ms = Milestones({m: self.task.target(f"weight_{m}") for m in MILESTONES})
-        s0 = self.state()
-        opt = self.distance("object", picked_target, s0)
-        if opt is None:
-            raise RuntimeError(f"{self.task.id}: the box cannot be picked up from the start")
-        self.optimal = opt
-        self.moves = 0
-        self.picked = self.destroyed = False
-        self._stage_from(s0)
-
-    def _carries_key(self, state: State, _event: str | None) -> bool:
-        return state[3] == self.key
-
-    def _door_open(self, state: State, _event: str | None) -> bool:
-        return state[5][self.door] == _DOOR_OPEN
-
-    def _subgoal(self) -> tuple[str, Goal_] | None:
-        for name, test in (
-            ("key", self._carries_key),
-            ("door", self._door_open),
-            ("object", picked_target),
-        ):
-            if name not in self.ms.reached:
-                return name, test
-        return None
-
-    def _stage_from(self, state: State) -> None:
-        sub = self._subgoal()
-        if sub is None:
-            return
-        d = self.distance(sub[0], sub[1], state)
-        self.stage_d0 = self.stage_best = d if d is not None else 0
-
-    def on_tick(self, tick: Tick) -> None:
-        self.moves += 1
-        s = self.state()
-        if not self.model.target_exists(s):
-            self.destroyed = True
-            return
-        if tick.terminated:
-            self.picked = True
-        advanced = False
-        if "key" not in self.ms.reached and self._carries_key(s, None):
-            self.ms.hit("key")
-            advanced = True
-        if "key" in self.ms.reached and "door" not in self.ms.reached and self._door_open(s, None):
-            self.ms.hit("door")
-            advanced = True
-        if self.picked:
-            self.ms.hit_all(["key", "door", "object"])
-            self.ms.partial = min(1.0, self.optimal / max(self.moves, 1))
-            return
-        if advanced:
-            self._stage_from(s)
-        name, test = self._subgoal()  # type: ignore[misc]
-        d = self.distance(name, test, s)
-        if d is not None:
-            self.stage_best = min(self.stage_best, d)
-        self.ms.partial = (
-            (self.stage_d0 - self.stage_best) / self.stage_d0 if self.stage_d0 > 0 else 0.0
-        )
-
-    def score(self) -> float:
-        return self.ms.score()
-
-    def passed(self) -> bool:
-        return self.picked
-
-    def ending(self, native_terminated: bool) -> str | None:
-        if self.tracking and self.destroyed:
-            return "Terminated"
-        if native_terminated:
-            return "Victory" if self.picked else "Terminated"
-        return None
-
-    def progress(self) -> dict[str, Any]:
-        return {
-            "milestones": [k for k in self.ms.weights if k in self.ms.reached],
-            "partial": round(self.ms.partial, 4),
-            "optimal_steps": self.optimal,
-            "moves": self.moves,
-            "box_destroyed": self.destroyed,
-        }
-
-
-_ADAPTERS = {
-    "lavacrossing": NavigationAdapter,
-    "multiroom": NavigationAdapter,
-    "unlockpickup": UnlockPickupAdapter,
-}
-
-
 def make_adapter(task: TaskSpec) -> MiniGridAdapter:
-    return _ADAPTERS[task.env.env](task)
+    """The adapter of the task's game module (``vical/envs/games/<env>.py``: ``Adapter``)."""
+    game = game_module(task.env)
+    cls = getattr(game, "Adapter", None)
+    if not (isinstance(cls, type) and issubclass(cls, MiniGridAdapter)):
+        raise TaskSpecError(
+            f"MiniGrid environment {task.env.env!r}: no adapter; it needs "
+            f"vical/envs/games/{task.env.env}.py with an Adapter class (a MiniGridAdapter)"
+        )
+    return cls(task)
 
 
 # ---------------------------------------------------------------------------

@@ -1,4 +1,9 @@
-"""Procgen (``procgen2`` 0.10.7, gym3 API): bigfish, bossfight, caveflyer, dodgeball, heist, leaper, ninja.
+"""Procgen (``procgen2`` 0.10.7, gym3 API): what its seven games share.
+
+The games are bigfish, bossfight, caveflyer, dodgeball, heist, leaper and ninja.
+Each game's adapter (``Adapter``, subclassing :class:`RewardTargetAdapter`,
+:class:`CompletionAdapter` or :class:`ProcgenAdapter`) and the entity ids it
+reads live in its game module ``vical/envs/games/<env>.py``.
 
 Every task is one fixed level: ``num_levels=1`` and ``start_level`` = the task
 seed (paper Table 8), with a pinned ``rand_seed`` and ``num_threads=0`` so the
@@ -32,9 +37,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vical.envs import game_module
 from vical.envs.core import Adapter, Frame, Tick
 from vical.envs.scoring import capped_ratio
-from vical.spec import TaskSpec
+from vical.spec import TaskSpec, TaskSpecError
 
 # Procgen's own native action indices (gym3 combos, in this order).
 NATIVE = {
@@ -56,22 +62,9 @@ NATIVE = {
 }
 NOOP = NATIVE["NOOP"]
 
-# Entity type ids inside the serialised state (procgen's object-ids.h and game sources).
+# The player's entity type id inside the serialised state (procgen's object-ids.h);
+# each game module names the ids of its own entities.
 PLAYER = 0
-HEIST_LOCKED_DOOR = 1
-HEIST_KEY = 2
-HEIST_GEM = 9
-NINJA_GOAL = 1
-NINJA_WALL = 20
-NINJA_BOMB = 6
-NINJA_FIRE = 14
-CAVEFLYER_GOAL = 1
-DODGEBALL_DOOR = 5
-DODGEBALL_ENEMY = 4
-BOSSFIGHT_BOSS = 2
-BOSSFIGHT_ENEMY_BULLET = 4
-HEIST_WALL = 51
-CAVEFLYER_WALL = 8
 
 
 def _procgen_env_class() -> Any:
@@ -233,8 +226,6 @@ class ProcgenAdapter(Adapter):
     ``died`` (the episode ended without completing the level: a collision, a
     fall, a drowning).
     """
-
-    game: str = ""
 
     def __init__(self, task: TaskSpec, render: bool = True):
         super().__init__(task)
@@ -398,52 +389,6 @@ class RewardTargetAdapter(ProcgenAdapter):
         return 0.0
 
 
-class BigfishAdapter(RewardTargetAdapter):
-    game = "bigfish"
-
-
-class BossfightAdapter(RewardTargetAdapter):
-    game = "bossfight"
-
-    def heuristic(self) -> float:
-        st = self.state()
-        boss = st.of_type(BOSSFIGHT_BOSS)
-        a = st.agent
-        health = float(boss[0].health) if boss else 0.0
-        bullets = st.of_type(BOSSFIGHT_ENEMY_BULLET)
-        clear = min((np.hypot(b.x - a.x, b.y - a.y) for b in bullets), default=10.0)
-        below = -abs(boss[0].x - a.x) if boss else 0.0
-        return -10.0 * health + 0.5 * min(clear, 2.0) + below
-
-
-class DodgeballAdapter(RewardTargetAdapter):
-    """Per-seed reward target for the score and the pass; completion ends the episode.
-
-    Table 7: reward of at least 10 marks completion. Only that (the pass rule's
-    ``completion_reward``, or Procgen's own level completion) ends the episode
-    early as a Victory; reaching the smaller per-seed target passes the task
-    (if the player is still in play when the episode ends) without ending it.
-    """
-
-    game = "dodgeball"
-
-    def reached_target(self) -> bool:
-        return not self.died and self.reward >= self.task.params["completion_reward"] - 1e-6
-
-    def heuristic(self) -> float:
-        st = self.state()
-        enemies = st.of_type(DODGEBALL_ENEMY)
-        a = st.agent
-        if enemies:
-            d = min(min(abs(e.x - a.x), abs(e.y - a.y)) for e in enemies)
-            return -0.01 * d
-        door = st.of_type(DODGEBALL_DOOR)
-        if door:
-            door0 = door[0]
-            return -0.1 * (abs(door0.x - a.x) + abs(door0.y - a.y))
-        return 0.0
-
-
 class CompletionAdapter(ProcgenAdapter):
     """Reward normalised to one by the level's completion bonus; only completion passes.
 
@@ -458,164 +403,14 @@ class CompletionAdapter(ProcgenAdapter):
         return self.completed
 
 
-class CaveflyerAdapter(CompletionAdapter):
-    game = "caveflyer"
-
-    def start(self) -> None:
-        st = self.state()
-        goal = st.of_type(CAVEFLYER_GOAL)[0]
-        self._dist = grid_distances(st.grid != CAVEFLYER_WALL, (int(goal.x), int(goal.y)))
-
-    def heuristic(self) -> float:
-        a = self.state().agent
-        d = self._dist[int(a.y), int(a.x)] if 0 <= int(a.y) < self._dist.shape[0] else np.inf
-        return -float(min(d, 999.0))
-
-
-class LeaperAdapter(CompletionAdapter):
-    game = "leaper"
-
-    def heuristic(self) -> float:
-        return float(self.state().agent.y)
-
-
-class HeistAdapter(ProcgenAdapter):
-    """Keys and doors are milestones: +1 per key picked up, +1 per door opened, +10 for the gem.
-
-    Procgen's heist rewards only the gem (10). The shaped total is normalised
-    by a per-seed target; a total of at least 2 (a key and its door, or the
-    gem) passes; taking the gem completes the level (Victory).
-    """
-
-    game = "heist"
-
-    def _keys_doors(self) -> tuple[int, int, list[bool]]:
-        st = self.state()
-        r = Reader(st.extra)
-        num_keys = r.i()
-        r.i()  # world dim
-        has = [r.i() > 0 for _ in range(r.i())]
-        doors = len(st.of_type(HEIST_LOCKED_DOOR))
-        return num_keys, doors, has
-
-    def start(self) -> None:
-        self.num_keys, self.doors0, _ = self._keys_doors()
-        self.keys = 0
-        self.opened = 0
-
-    def on_tick(self, reward: float, ended: bool) -> None:
-        if ended:
-            return
-        _, doors, has = self._keys_doors()
-        self.keys = max(self.keys, sum(has))
-        self.opened = max(self.opened, self.doors0 - doors)
-
-    def shaped(self) -> float:
-        return self.keys + self.opened + (10.0 if self.completed else 0.0)
-
-    def score(self) -> float:
-        return capped_ratio(self.shaped(), self.task.target("shaped_target"))
-
-    def passed(self) -> bool:
-        return self.shaped() >= float(self.task.params.get("pass_reward", 2.0))
-
-    def progress(self) -> dict[str, Any]:
-        return {**super().progress(), "keys": self.keys, "doors_opened": self.opened}
-
-    def heuristic(self) -> float:
-        st = self.state()
-        a = st.agent
-        r = Reader(st.extra)
-        r.i()
-        r.i()
-        has = [r.i() > 0 for _ in range(r.i())]
-        passable = st.grid != HEIST_WALL
-        blocked = [d for d in st.of_type(HEIST_LOCKED_DOOR) if not has[d.theme]]
-        for d in blocked:
-            passable[int(d.y), int(d.x)] = False
-        goals = [k for k in st.of_type(HEIST_KEY)]
-        goals += [d for d in st.of_type(HEIST_LOCKED_DOOR) if has[d.theme]]
-        if not goals:
-            goals = st.of_type(HEIST_GEM)
-        ax, ay = int(a.x), int(a.y)
-        best = np.inf
-        for g in goals:
-            dist = grid_distances(passable | _cell_mask(passable.shape, g), (int(g.x), int(g.y)))
-            best = min(best, dist[ay, ax] - (abs(g.x - a.x) + abs(g.y - a.y)) * 0.01)
-        return 10.0 * self.shaped() - float(min(best, 999.0))
-
-
-def _cell_mask(shape: tuple[int, int], e: Entity) -> npt.NDArray[np.bool_]:
-    m = np.zeros(shape, dtype=bool)
-    m[int(e.y), int(e.x)] = True
-    return m
-
-
-class NinjaAdapter(ProcgenAdapter):
-    """Normalised horizontal progress from the start to the goal mushroom.
-
-    Progress = (rightmost agent x - start x) / (goal x - start x), capped at 1;
-    score = 100 x progress; pass at 0.5; taking the mushroom completes the level.
-    """
-
-    game = "ninja"
-
-    def start(self) -> None:
-        st = self.state()
-        self.x0 = st.agent.x
-        self.goal_x = st.of_type(NINJA_GOAL)[0].x
-        self.best_x = self.x0
-        grid = st.grid
-        free = (grid != NINJA_WALL) & (grid != NINJA_BOMB) & (grid != NINJA_FIRE)
-        goal = st.of_type(NINJA_GOAL)[0]
-        self._dist = grid_distances(free, (int(goal.x), int(goal.y)))
-
-    def on_tick(self, reward: float, ended: bool) -> None:
-        if not ended:
-            self.best_x = max(self.best_x, self.state().agent.x)
-
-    def fraction(self) -> float:
-        if self.completed:
-            return 1.0
-        span = self.goal_x - self.x0
-        return min(max((self.best_x - self.x0) / span, 0.0), 1.0) if span > 0 else 0.0
-
-    def score(self) -> float:
-        return 100.0 * self.fraction()
-
-    def passed(self) -> bool:
-        return not self.died and self.fraction() >= float(
-            self.task.params.get("pass_progress", 0.5)
-        )
-
-    def progress(self) -> dict[str, Any]:
-        return {**super().progress(), "progress": round(self.fraction(), 6)}
-
-    def search_key(self) -> tuple[Any, ...]:
-        # The ninja's own fields hold the jump charge and ground contact.
-        return (*super().search_key(), self.state().extra)
-
-    def heuristic(self) -> float:
-        a = self.state().agent
-        h, w = self._dist.shape
-        x, y = min(max(int(a.x), 0), w - 1), min(max(int(a.y), 0), h - 1)
-        return -float(min(self._dist[y, x], 999.0)) + 0.01 * float(a.x)
-
-
-ADAPTERS: dict[str, type[ProcgenAdapter]] = {
-    cls.game: cls
-    for cls in (
-        BigfishAdapter,
-        BossfightAdapter,
-        CaveflyerAdapter,
-        DodgeballAdapter,
-        HeistAdapter,
-        LeaperAdapter,
-        NinjaAdapter,
-    )
-}
-
-
 def make_adapter(task: TaskSpec, render: bool = True) -> ProcgenAdapter:
-    """The adapter of a Procgen task; ``render=False`` skips the 512x512 frame (search only)."""
-    return ADAPTERS[task.env.env](task, render=render)
+    """The adapter of a Procgen task, its game module's ``Adapter`` (``vical/envs/games/<env>.py``);
+    ``render=False`` skips the 512x512 frame (search only)."""
+    game = game_module(task.env)
+    cls = getattr(game, "Adapter", None)
+    if not (isinstance(cls, type) and issubclass(cls, ProcgenAdapter)):
+        raise TaskSpecError(
+            f"Procgen environment {task.env.env!r}: no adapter; it needs "
+            f"vical/envs/games/{task.env.env}.py with an Adapter class (a ProcgenAdapter)"
+        )
+    return cls(task, render=render)

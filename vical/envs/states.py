@@ -13,8 +13,8 @@ track) never reach into a simulator or an adapter's private attributes:
   "door-yellow-locked"``, ``"row 07": "..22.."``.
 
 A game whose state is a handful of named values has a state class of its own,
-built by hand as well as read (Taxi's :class:`~vical.envs.toytext.TaxiState`,
-CliffWalking's :class:`~vical.envs.toytext.CliffState`): a caller may draw any
+built by hand as well as read (Taxi's :class:`~vical.envs.games.taxi.TaxiState`,
+CliffWalking's :class:`~vical.envs.games.cliffwalking.CliffState`): a caller may draw any
 state of that game by setting it. Any other adapter's state is a
 :class:`NativeState`, its full snapshot (:meth:`~vical.envs.core.Adapter.snapshot`),
 which only :meth:`~vical.envs.core.Adapter.read_state` makes.

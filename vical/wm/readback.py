@@ -82,7 +82,7 @@ def _renderer_as(task_id: str, kind: type[A]) -> A:
 
 # -- Toy Text ---------------------------------------------------------------------
 def _draw_taxi(task_id: str, row: int, col: int, p: int, d: int, heading: int) -> Frame:
-    from vical.envs.toytext import TaxiAdapter, TaxiState
+    from vical.envs.games.taxi import TaxiAdapter, TaxiState
 
     adapter = _renderer_as(task_id, TaxiAdapter)
     adapter.set_state(TaxiState(row, col, p, d, heading))
@@ -113,7 +113,7 @@ def _search(
 
 
 def _taxi(task_id: str, frame: Frame, hint: Facts) -> Facts | None:
-    from vical.envs.toytext import TAXI_HEADINGS, TAXI_STANDS, TaxiState
+    from vical.envs.games.taxi import TAXI_HEADINGS, TAXI_STANDS, TaxiState
 
     stands = [*TAXI_STANDS, "in taxi"]
     # the taxi's cell and heading form one variable (100 drawings): searched apart, a
@@ -138,7 +138,7 @@ def _taxi(task_id: str, frame: Frame, hint: Facts) -> Facts | None:
 
 @cache
 def _cliff_drawings(task_id: str) -> Frame:
-    from vical.envs.toytext import CLIFF_COLS, CLIFF_ROWS, CliffWalkingAdapter
+    from vical.envs.games.cliffwalking import CLIFF_COLS, CLIFF_ROWS, CliffWalkingAdapter
 
     adapter = _renderer_as(task_id, CliffWalkingAdapter)
     base = adapter.read_state()  # the walker keeps the renderer's facing in every drawing
@@ -151,7 +151,7 @@ def _cliff_drawings(task_id: str) -> Frame:
 
 
 def _cliff(task_id: str, frame: Frame, hint: Facts) -> Facts | None:
-    from vical.envs.toytext import CLIFF_COLS, CliffState
+    from vical.envs.games.cliffwalking import CLIFF_COLS, CliffState
 
     drawings = _cliff_drawings(task_id)
     if drawings.shape[1:] != frame.shape:
@@ -226,14 +226,14 @@ def _minigrid(task_id: str, frame: Frame, hint: Facts) -> Facts | None:
 # -- Tetris -----------------------------------------------------------------------
 @cache
 def _tetris_palette(task_id: str) -> tuple[npt.NDArray[np.int32], int]:
-    from vical.envs.tetris import TetrisAdapter
+    from vical.envs.games.tetris import TetrisAdapter
 
     adapter = _renderer_as(task_id, TetrisAdapter)
     return adapter.palette(), adapter.cell_pixels
 
 
 def _tetris(task_id: str, frame: Frame, hint: Facts) -> Facts | None:
-    from vical.envs.tetris import tetris_facts
+    from vical.envs.games.tetris import tetris_facts
 
     palette, scale = _tetris_palette(task_id)
     rows = len([k for k in hint if k.startswith("row ")])
@@ -248,6 +248,7 @@ def _tetris(task_id: str, frame: Frame, hint: Facts) -> Facts | None:
 # -- Breakout ---------------------------------------------------------------------
 def _breakout(task_id: str, frame: Frame, hint: Facts) -> Facts | None:
     from vical.envs import breakout as b
+    from vical.envs.games.breakout import BreakoutAdapter, breakout_facts
 
     if frame.shape != (b.HEIGHT * b.SCALE, b.WIDTH * b.SCALE, 3):
         return None
@@ -275,14 +276,14 @@ def _breakout(task_id: str, frame: Frame, hint: Facts) -> Facts | None:
     if ball is not None and ys.max() - ys.min() + 1 < b.BALL and ys.min() == 0:
         ball = (ball[0], int(ys.max()) - b.BALL + 1)
     n = len([k for k in hint if k.startswith("brick ")])
-    game = _renderer_as(task_id, b.BreakoutAdapter).game
+    game = _renderer_as(task_id, BreakoutAdapter).game
     bricks = []
     background = np.abs(img - np.array(b.BACKGROUND)).sum(axis=2) <= 24
     for i in range(n):
         lo, hi = game.brick_span(i)
         region = background[b.BRICK_TOP : b.BRICK_BOTTOM, lo + (i > 0) : hi]
         bricks.append(bool(region.mean() < 0.5))
-    return b.breakout_facts(paddle_x, ball, bricks)
+    return breakout_facts(paddle_x, ball, bricks)
 
 
 _READERS: dict[str, Reader] = {

@@ -15,7 +15,8 @@ optional:
   (Procgen) or :class:`vical.authoring.recipes._scripted.ControlRecipe` (Classic
   Control), so the module states only its data;
 - ``generate_init_actions(spec) -> {variant: [actions]}``: the human-init
-  generator (ALE games keep theirs in their game module for now).
+  generator, whose task files' ``init_source`` names it
+  (``generated: vical.authoring.recipes.<env>.generate_init_actions: ...``).
 
 Modules whose name starts with ``_`` hold what several recipes share.
 """

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vical.authoring.experts import replay_actions
 from vical.authoring.plan import (
     ClipPlan,
     Pool,
@@ -29,7 +30,7 @@ from vical.authoring.plan import (
 )
 from vical.authoring.search import beam_search, chunk_search, play_without_dying
 from vical.authoring.sim import DecisionSim
-from vical.demos.experts import ExpertResult, replay_actions
+from vical.demos.experts import ExpertResult
 from vical.envs.core import Outcome
 from vical.spec import EnvSpec, TaskSpec
 
@@ -66,7 +67,7 @@ class AleRecipe:
 CHUNK = (
     "search expert: random-shooting planner over the game's seeded policy with the emulator's "
     "cloneState/restoreState, 8 candidates per 5-decision chunk, deaths avoided "
-    "(vical.envs.games._search.chunk_search)"
+    "(vical.authoring.search.chunk_search)"
 )
 
 
@@ -377,7 +378,7 @@ def life_lost(sim: Any, o: Outcome, before: Any) -> bool:
 BEAM_NOTE = (
     "search expert: life-safe beam search over all actions with the emulator's "
     "cloneState/restoreState, width {width}, states merged by RAM, the task's counted points as "
-    "objective (vical.envs.games._group_a.beam_search)"
+    "objective (vical.authoring.search.beam_search)"
 )
 
 

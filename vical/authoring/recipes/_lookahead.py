@@ -34,9 +34,10 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
+from vical.authoring.experts import replay_actions
 from vical.authoring.plan import ClipPlan, Pool, first_passing, variant_task
 from vical.authoring.search import lookahead_play, progress_value
-from vical.demos.experts import ExpertResult, replay_actions
+from vical.demos.experts import ExpertResult
 from vical.demos.render import ClipReplayError, clip_task, replay_clip, task_start_sha256
 from vical.envs import make_env
 from vical.spec import DemoClip, EnvSpec, TaskSpec, TaskVariant
@@ -81,7 +82,7 @@ class GameDemos:
             "search expert: one-step look-ahead over seeded random rollouts of "
             f"{self.depth} decisions ({self.tails} per move, moves {'/'.join(self.moves)}) "
             "with the emulator's cloneState/restoreState, losing a life penalised "
-            "(vical.envs.games._group_c.lookahead_play)"
+            "(vical.authoring.search.lookahead_play)"
         )
 
 

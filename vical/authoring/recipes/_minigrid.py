@@ -6,8 +6,9 @@ family's own mistake as the failure.
 
 from __future__ import annotations
 
+from vical.authoring.experts import planner_route, replay_actions
 from vical.authoring.plan import ClipPlan, Pool, group_tag, replayed, settings_groups, variant_task
-from vical.demos.experts import ExpertResult, planner_route, replay_actions
+from vical.demos.experts import ExpertResult
 from vical.spec import EnvSpec, TaskSpec
 
 PLANNER = (

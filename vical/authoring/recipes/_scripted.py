@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from vical.authoring.experts import run_policy
 from vical.authoring.plan import ClipPlan
-from vical.demos.experts import CONTROLLERS, ExpertResult, bfs_expert, run_policy
+from vical.demos.experts import CONTROLLERS, ExpertResult, bfs_expert
 from vical.envs.core import VicalEnv
 from vical.spec import EnvSpec, TaskSpec
 

@@ -11,13 +11,23 @@ pass at 75 and end the episode at 150. The clips are beam-search corridor
 runs (joystick only, no flame) from a shifted start and two warmed-up starts;
 the failure clip stops steering (NOOP) until an alien walks into the crew
 member.
+
+The human-init generator (:func:`generate_init_actions`) is
+:func:`vical.authoring.search.dense_starts` over seeded walks of the joystick directions.
 """
 
 from __future__ import annotations
 
 from vical.authoring.recipes._ale import BEAM_NOTE, beam_recipe
+from vical.authoring.search import dense_starts
 from vical.envs.ale import JOYSTICK
-from vical.envs.games.alien import WALK_ACTIONS
+from vical.spec import EnvSpec
+
+# Human-init walk length (decisions) per variant; longer walks reach later,
+# more crowded corridor states.
+WALK_LENGTHS = {"walk-a": 8, "walk-b": 14, "walk-c": 20, "walk-d": 26}
+WALK_ACTIONS = list(JOYSTICK)
+PROBES = ["NOOP", "Up", "Down", "Left", "Right"]
 
 # The beam plays the joystick only: the crew member keeps walking along a corridor
 # by itself, so turns at junctions and NOOP collect the eggs, and the clips do not
@@ -40,3 +50,8 @@ RECIPE = beam_recipe(
         "over all actions", "over NOOP and the eight joystick directions"
     ),
 )
+
+
+def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
+    """Human-init sequences: life-safe seeded walks ending where the next moves matter."""
+    return dense_starts(env_spec, WALK_ACTIONS, WALK_LENGTHS, PROBES)

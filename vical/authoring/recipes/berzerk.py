@@ -28,6 +28,9 @@ its own step limit. Survival is part of the pass, so the failure clip (Right
 held, walking into the electrified maze wall or a robot without stopping) goes
 second into every package; the points clips follow while the package's frame
 budget has room for them.
+
+The human-init generator (:func:`generate_init_actions`) is
+:func:`vical.authoring.search.dense_starts` over seeded walks, with the quiet-NOOP filter off.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from vical.authoring.plan import (
     variant_task,
 )
 from vical.authoring.recipes._ale import ale_expert, ale_recipe, ale_start, beam_recipe
+from vical.authoring.search import dense_starts
 from vical.demos.experts import ExpertResult
 from vical.envs.ale import JOYSTICK
 from vical.envs.games.berzerk import ROOM_BYTE
@@ -55,6 +59,29 @@ DIRECTIONS = list(JOYSTICK)
 # (extra skipped frames, warm-up decisions) of the exit clip's start, and its length limits
 EXIT_START = (9, 0)
 EXIT_MIN, EXIT_MAX = 10, 40
+
+# human-init walks: length (decisions) per variant, moves, and the probes that rate
+# where a walk ends
+WALK_LENGTHS = {
+    "mode1-walk": 3,
+    "mode3-walk": 5,
+    "mode6-walk": 7,
+    "mode9-walk": 9,
+    "mode17-walk": 11,
+}
+WALK_ACTIONS = [
+    "Up",
+    "Down",
+    "Left",
+    "Right",
+    "Up+Right",
+    "Down+Left",
+    "Right+Shoot",
+    "Left+Shoot",
+    "Up+Shoot",
+    "NOOP",
+]
+PROBES = ["NOOP", "Right+Shoot", "Left+Shoot", "Up+Shoot", "Down+Shoot", "Right"]
 
 POINTS = beam_recipe(
     None,  # warmed up by the beam itself
@@ -187,3 +214,21 @@ def recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
                 )
             )
     return plans, pools
+
+
+def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
+    """Human-init sequences: life-safe seeded walks ending where the next moves matter.
+
+    Robots in Berzerk destroy themselves on walls and on each other's bolts
+    whatever the player does, so points under do-nothing play are part of the
+    game here and the quiet-NOOP filter is off.
+    """
+    return dense_starts(
+        env_spec,
+        WALK_ACTIONS,
+        WALK_LENGTHS,
+        PROBES,
+        probe_horizon=3,
+        candidates=12,
+        quiet_noop=False,
+    )

@@ -4,12 +4,31 @@ The expert is the group's life-safe beam search (see :mod:`vical.authoring.recip
 from a shifted start and two warmed-up starts. The failure clip holds Right,
 flying straight into the oncoming enemy formation until a collision costs
 the life.
+
+The human-init generator (:func:`generate_init_actions`) is
+:func:`vical.authoring.search.dense_starts` over seeded flights.
 """
 
 from __future__ import annotations
 
 from vical.authoring.recipes._ale import beam_recipe
-from vical.envs.games.choppercommand import WALK_ACTIONS
+from vical.authoring.search import dense_starts
+from vical.spec import EnvSpec
+
+WALK_LENGTHS = {"sortie-a": 4, "sortie-b": 8, "sortie-c": 12, "sortie-d": 16}
+WALK_ACTIONS = [
+    "Up",
+    "Down",
+    "Left",
+    "Right",
+    "Shoot",
+    "Up+Right",
+    "Down+Left",
+    "Left+Shoot",
+    "Right+Shoot",
+    "NOOP",
+]
+PROBES = ["NOOP", "Up", "Down", "Left+Shoot", "Right+Shoot", "Shoot"]
 
 RECIPE = beam_recipe(
     WALK_ACTIONS,
@@ -24,3 +43,8 @@ RECIPE = beam_recipe(
         "firing, until a collision costs the life"
     ),
 )
+
+
+def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
+    """Human-init sequences: life-safe seeded flights ending where the next moves matter."""
+    return dense_starts(env_spec, WALK_ACTIONS, WALK_LENGTHS, PROBES)

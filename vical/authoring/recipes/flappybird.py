@@ -34,7 +34,7 @@ from vical.spec import EnvSpec
 if TYPE_CHECKING:
     from flappy_bird_gymnasium import FlappyBirdEnv
 
-    from vical.envs.flappy import FlappyAdapter
+    from vical.envs.games.flappybird import FlappyAdapter
 
 PILOT = (
     "scripted expert: pilot that flaps when the bird sinks to 20 px above the next gap's lower "

@@ -1,9 +1,26 @@
-"""Frostbite demo clips: random-shooting chunks over the game's seeded hopper; the failure is the hopper without look-ahead until a life is lost."""
+"""Frostbite demo clips: random-shooting chunks over the seeded hopper; the failure is the
+hopper without look-ahead until a life is lost.
+
+The human-init generator (:func:`generate_init_actions`) keeps short deathless plays
+of the same hopper from each variant's own skip.
+"""
 
 from __future__ import annotations
 
 from vical.authoring.recipes._ale import chunk_recipe
-from vical.envs.games.frostbite import policy
+from vical.authoring.search import prefix_streams
+from vical.envs.ale import weighted_policy
+from vical.envs.games.frostbite import Adapter
+from vical.spec import EnvSpec
+
+# human-init preload length (decisions) per variant
+LENGTHS: dict[str, int] = {"floes-a": 5, "floes-b": 8}  # floes-c replays Figure 5
+
+# Seeded hopper: mostly jumps between rows, sometimes walks or waits.
+policy = weighted_policy(
+    ["Down", "Up", "Down+Right", "Down+Left", "Up+Right", "Up+Left", "Right", "Left", "NOOP"],
+    (4, 2, 2, 2, 1, 1, 1, 1, 2),
+)
 
 RECIPE = chunk_recipe(
     policy,
@@ -13,4 +30,15 @@ RECIPE = chunk_recipe(
     fail_start=(40, 0),
     fail_len=14,
     fail_note="failure clip: the game's seeded random hopper, without look-ahead, until a life is lost",
+)
+
+
+def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
+    """Deterministic preloads: deathless seeded hopping from each variant's own skip."""
+    return prefix_streams(env_spec, Adapter, LENGTHS, policy, seed=11)
+
+
+INIT_STRATEGY = (
+    "deathless seeded hopping between floe rows (clone/restore rewinds whenever a life "
+    "would be lost), a few decisions long so the player stands among moving floes"
 )

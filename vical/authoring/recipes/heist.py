@@ -15,13 +15,9 @@ import numpy as np
 
 from vical.authoring.recipes._procgen import ProcgenRecipe
 from vical.envs.core import VicalEnv
-from vical.envs.procgen import (
-    HEIST_KEY,
-    HEIST_LOCKED_DOOR,
-    HEIST_WALL,
-    HeistAdapter,
-    grid_distances,
-)
+from vical.envs.games.heist import HEIST_KEY, HEIST_LOCKED_DOOR, HEIST_WALL
+from vical.envs.games.heist import Adapter as HeistAdapter
+from vical.envs.procgen import grid_distances
 
 MOVES = {"Left": (-1, 0), "Right": (1, 0), "Up": (0, 1), "Down": (0, -1)}
 PUSHES = 3  # decisions spent pushing against the locked door once there

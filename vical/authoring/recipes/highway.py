@@ -31,7 +31,7 @@ from vical.envs.core import VicalEnv
 from vical.spec import EnvSpec, TaskSpec
 
 if TYPE_CHECKING:
-    from vical.envs.highway import HighwayAdapter
+    from vical.envs.games.highway import HighwayAdapter
 
 DRIVER = (
     "scripted expert: gap-keeping driver (keeps a time headway to the car ahead, brakes when it "

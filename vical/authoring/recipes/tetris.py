@@ -30,7 +30,7 @@ from vical.spec import EnvSpec
 if TYPE_CHECKING:
     from tetris_gymnasium.envs.tetris import Tetris
 
-    from vical.envs.tetris import TetrisAdapter
+    from vical.envs.games.tetris import TetrisAdapter
 
 # the simulator's board and pieces (tetris-gymnasium keeps both as uint8 arrays)
 Grid = npt.NDArray[np.uint8]

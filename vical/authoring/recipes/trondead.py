@@ -5,11 +5,21 @@ Each level's tasks share two look-ahead expert fights (runs, throws and dodges)
 from warmed-up starts and a failure: Left held, Tron runs to the left wall and
 stays there, never dodging or throwing, until a warrior's disc hits him (NOOP
 alone would not do: on level 0 the wave only starts with a move).
+
+The human-init generator (:func:`generate_init_actions`) is
+:func:`vical.authoring.search.decision_point_inits` over seeded random runs and throws.
 """
 
 from __future__ import annotations
 
 from vical.authoring.recipes._lookahead import GameDemos
+from vical.authoring.search import decision_point_inits
+from vical.envs.ale import JOYSTICK
+from vical.spec import EnvSpec
+
+# human-init search: its seed and the moves it draws from
+GENERATOR_SEED = 2026
+INIT_MOVES = [*JOYSTICK, "Shoot", "Left+Shoot", "Right+Shoot"]
 
 RECIPE = GameDemos(
     moves=("NOOP", "Up", "Down", "Left", "Right", "Shoot", "Left+Shoot", "Right+Shoot"),
@@ -24,3 +34,17 @@ RECIPE = GameDemos(
         "stays there, neither dodging nor throwing, until a warrior's disc hits him"
     ),
 )
+
+
+def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
+    """Human-init sequences for Trondead.
+
+    Strategy: after reset and the RAM level write, draw seeded random
+    sequences of 3-8 runs and throws (the first move starts the wave); keep
+    the first that leaves Tron unhit, gives a start frame no sibling task has,
+    and ends where idling for six decisions gets Tron hit while some short
+    plan dodges.
+    """
+    return decision_point_inits(
+        env_spec, INIT_MOVES, GENERATOR_SEED, length=(3, 8), danger_within=6, plan_depth=8
+    )

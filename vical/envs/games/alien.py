@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-from vical.envs.ale import JOYSTICK, ALEAdapter
-from vical.spec import EnvSpec
-
-# Human-init walk length (decisions) per variant; longer walks reach later,
-# more crowded corridor states.
-WALK_LENGTHS = {"walk-a": 8, "walk-b": 14, "walk-c": 20, "walk-d": 26}
-WALK_ACTIONS = list(JOYSTICK)
-PROBES = ["NOOP", "Up", "Down", "Left", "Right"]
+from vical.envs.ale import ALEAdapter
 
 
 class Adapter(ALEAdapter):
@@ -27,10 +20,3 @@ class Adapter(ALEAdapter):
 
     def won(self) -> bool:
         return self.total >= self.task.target("end_reward")
-
-
-def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
-    """Human-init sequences: life-safe seeded walks ending where the next moves matter."""
-    from vical.authoring.search import dense_starts
-
-    return dense_starts(env_spec, WALK_ACTIONS, WALK_LENGTHS, PROBES)

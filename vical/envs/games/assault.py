@@ -6,11 +6,6 @@ from typing import Any
 
 from vical.envs.ale import FirstEventAdapter
 from vical.envs.core import Tick
-from vical.spec import EnvSpec
-
-WALK_LENGTHS = {"duel-a": 6, "duel-b": 10, "duel-c": 14, "duel-d": 18}
-WALK_ACTIONS = ["NOOP", "Up", "Left", "Right", "Left", "Right", "Right+Shoot", "Left+Shoot"]
-PROBES = ["NOOP", "Up", "Left", "Right", "Right+Shoot"]
 
 
 class Adapter(FirstEventAdapter):
@@ -40,10 +35,3 @@ class Adapter(FirstEventAdapter):
 
     def progress(self) -> dict[str, Any]:
         return {"reward": self.total, "target_reached_at": self.event_at}
-
-
-def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
-    """Human-init sequences: life-safe seeded play ending where the next moves matter."""
-    from vical.authoring.search import dense_starts
-
-    return dense_starts(env_spec, WALK_ACTIONS, WALK_LENGTHS, PROBES)

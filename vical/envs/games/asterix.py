@@ -12,14 +12,6 @@ from typing import Any
 
 from vical.envs.ale import ALEAdapter
 from vical.envs.scoring import capped_ratio
-from vical.spec import EnvSpec
-
-# The one human-init task (lanes) replays the paper's Figure 5 sequence
-# (init_source 'paper: ...'), which the generator leaves alone; the walk length
-# is kept for a generated variant.
-WALK_LENGTHS = {"lanes": 5}
-WALK_ACTIONS = ["NOOP", "Up", "Down", "Left", "Right", "Up+Left", "Up+Right", "Down+Left"]
-PROBES = ["NOOP", "Up", "Down", "Left", "Right"]
 
 
 class Adapter(ALEAdapter):
@@ -36,10 +28,3 @@ class Adapter(ALEAdapter):
 
     def progress(self) -> dict[str, Any]:
         return {"reward": self.total, "died": self.died}
-
-
-def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
-    """Human-init sequence: a short life-safe seeded walk ending where lane choices matter."""
-    from vical.authoring.search import dense_starts
-
-    return dense_starts(env_spec, WALK_ACTIONS, WALK_LENGTHS, PROBES)

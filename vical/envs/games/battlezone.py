@@ -16,29 +16,6 @@ from typing import Any
 from vical.envs.ale import FirstEventAdapter
 from vical.envs.core import Tick
 from vical.envs.scoring import clamp
-from vical.spec import EnvSpec
-
-# Human-init drive length (decisions) per variant: "a" short, "b" longer.
-WALK_LENGTHS = {
-    "m1-s36-a": 4,
-    "m1-s45-a": 3,
-    "m1-s110-a": 4,
-    "m1-s110-b": 9,
-    "m2-s36-a": 4,
-    "m2-s45-a": 3,
-    "m2-s45-b": 8,
-    "m2-s110-a": 4,
-    "m2-s110-b": 9,
-    "m3-s36-a": 4,
-    "m3-s36-b": 8,
-    "m3-s45-a": 3,
-    "m3-s110-a": 4,
-    "m3-s110-b": 9,
-}
-# No Shoot in the walks: a shell still in flight at the start state would
-# hand the agent a free first hit.
-WALK_ACTIONS = ["Left", "Right", "Up", "Down", "Up+Left", "Up+Right", "Down+Left", "NOOP"]
-PROBES = ["Shoot", "Left+Shoot", "Right+Shoot", "Up+Shoot", "Down", "NOOP"]
 
 
 class Adapter(FirstEventAdapter):
@@ -81,10 +58,3 @@ class Adapter(FirstEventAdapter):
             "slots": self.slots,
             "died": self.died,
         }
-
-
-def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
-    """Human-init sequences: life-safe seeded drives ending where the next moves matter."""
-    from vical.authoring.search import dense_starts
-
-    return dense_starts(env_spec, WALK_ACTIONS, WALK_LENGTHS, PROBES, quiet_horizon=15)

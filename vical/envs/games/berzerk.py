@@ -14,32 +14,10 @@ from typing import Any
 
 from vical.envs.ale import ALEAdapter
 from vical.envs.core import Tick
-from vical.spec import EnvSpec
 
 # RAM byte of the room counter: it advances when the player walks out of the
 # room (and when a life is lost, on the same step as the life counter).
 ROOM_BYTE = 92
-
-WALK_LENGTHS = {
-    "mode1-walk": 3,
-    "mode3-walk": 5,
-    "mode6-walk": 7,
-    "mode9-walk": 9,
-    "mode17-walk": 11,
-}
-WALK_ACTIONS = [
-    "Up",
-    "Down",
-    "Left",
-    "Right",
-    "Up+Right",
-    "Down+Left",
-    "Right+Shoot",
-    "Left+Shoot",
-    "Up+Shoot",
-    "NOOP",
-]
-PROBES = ["NOOP", "Right+Shoot", "Left+Shoot", "Up+Shoot", "Down+Shoot", "Right"]
 
 
 class Adapter(ALEAdapter):
@@ -83,23 +61,3 @@ class Adapter(ALEAdapter):
 
     def progress(self) -> dict[str, Any]:
         return {"reward": self.total, "died": self.died, "exited": self.exited}
-
-
-def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
-    """Human-init sequences: life-safe seeded walks ending where the next moves matter.
-
-    Robots in Berzerk destroy themselves on walls and on each other's bolts
-    whatever the player does, so points under do-nothing play are part of the
-    game here and the quiet-NOOP filter is off.
-    """
-    from vical.authoring.search import dense_starts
-
-    return dense_starts(
-        env_spec,
-        WALK_ACTIONS,
-        WALK_LENGTHS,
-        PROBES,
-        probe_horizon=3,
-        candidates=12,
-        quiet_noop=False,
-    )

@@ -11,39 +11,8 @@ the car is already moving.
 
 from __future__ import annotations
 
-from vical.envs.ale import FIRE_AND_STEER, ALEAdapter
-from vical.spec import EnvSpec
+from vical.envs.ale import ALEAdapter
 
 
 class Adapter(ALEAdapter):
-    """The default reward scoring; the module exists for the generator and expert."""
-
-
-# human-init driving-sequence length (decisions) per variant
-LENGTHS: dict[str, int] = {
-    "open-a": 6,
-    "open-b": 12,
-    "open-c": 18,
-    "open-d": 24,
-    "open-e": 30,
-    "open-f": 40,
-    "open-g": 50,
-    **{f"mid-{k}": 8 + 2 * i for i, k in enumerate("abcde")},
-    **{f"late-{k}": 8 + 2 * i for i, k in enumerate("abcd")},
-    **{f"final-{k}": 8 + 2 * i for i, k in enumerate("abc")},
-}
-
-policy = FIRE_AND_STEER  # seeded driver: mostly accelerates, steering left and right between cars
-
-
-def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
-    """Deterministic driving sequences, one seeded play per start (shared by the opening band)."""
-    from vical.authoring.search import prefix_streams
-
-    return prefix_streams(env_spec, Adapter, LENGTHS, policy, seed=3)
-
-
-INIT_STRATEGY = (
-    "seeded accelerating driver that steers left and right at random; the opening-band "
-    "variants are prefixes of one play, the others start after their initial skip"
-)
+    """The default reward scoring (no lives to lose)."""

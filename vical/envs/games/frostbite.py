@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from vical.envs.ale import ALEAdapter, weighted_policy
+from vical.envs.ale import ALEAdapter
 from vical.envs.core import Tick
 from vical.envs.scoring import EventCounter, clamp
-from vical.spec import EnvSpec
 
 LANDING_MAX = 90  # floe rewards are 10 x level; larger rewards are igloo or catch bonuses
 
@@ -46,26 +45,3 @@ class Adapter(ALEAdapter):
 
     def progress(self) -> dict[str, Any]:
         return {"floes": self.floes.count, "died": self.died}
-
-
-# human-init preload length (decisions) per variant
-LENGTHS: dict[str, int] = {"floes-a": 5, "floes-b": 8}  # floes-c replays Figure 5
-
-# Seeded hopper: mostly jumps between rows, sometimes walks or waits.
-policy = weighted_policy(
-    ["Down", "Up", "Down+Right", "Down+Left", "Up+Right", "Up+Left", "Right", "Left", "NOOP"],
-    (4, 2, 2, 2, 1, 1, 1, 1, 2),
-)
-
-
-def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
-    """Deterministic preloads: deathless seeded hopping from each variant's own skip."""
-    from vical.authoring.search import prefix_streams
-
-    return prefix_streams(env_spec, Adapter, LENGTHS, policy, seed=11)
-
-
-INIT_STRATEGY = (
-    "deathless seeded hopping between floe rows (clone/restore rewinds whenever a life "
-    "would be lost), a few decisions long so the player stands among moving floes"
-)

@@ -22,12 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 from vical.envs.ale import ALEAdapter
-from vical.spec import EnvSpec
 
-GENERATOR_SEED = 2026
 SECTION = 61
 FUEL = 55
-INIT_MOVES = ["Up", "Left", "Right", "Up+Left", "Up+Right", "Shoot", "Up+Shoot", "Down", "NOOP"]
 
 
 class Adapter(ALEAdapter):
@@ -56,26 +53,3 @@ class Adapter(ALEAdapter):
             "section": int(ram[SECTION]),
             "died": self.died,
         }
-
-
-def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
-    """Human-init sequences for River Raid.
-
-    Strategy: after the 20 skipped frames, draw seeded random flights of 4-12
-    moves (climbing, banking and shooting); keep the first that keeps the jet
-    alive, gives a start frame no sibling task has, and ends where flying on
-    without steering for six decisions crashes the jet while some short plan
-    survives (a bank, an enemy or a bridge is just ahead).
-    """
-    from vical.authoring.search import decision_point_inits
-
-    return decision_point_inits(
-        env_spec,
-        INIT_MOVES,
-        GENERATOR_SEED,
-        length=(4, 12),
-        danger_within=6,
-        plan_depth=8,
-        plans=4,
-        tries=6,
-    )

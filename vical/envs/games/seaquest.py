@@ -21,17 +21,14 @@ score but the loss fails the task.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from vical.envs.ale import ALEAdapter
 from vical.envs.core import Tick
-from vical.spec import EnvSpec
 
-GENERATOR_SEED = 2026
 DIVERS = 62  # divers carried (0-6)
 PLAYER_Y = 97  # 13 at the surface, larger is deeper
 SURFACE_Y = 13
-INIT_MOVES = ["Down", "Down+Left", "Down+Right", "Down+Shoot", "Left", "Right", "Shoot", "NOOP"]
 
 
 class Adapter(ALEAdapter):
@@ -73,25 +70,3 @@ class Adapter(ALEAdapter):
             "surfacings": self.surfacings,
             "died": self.died,
         }
-
-
-def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
-    """Human-init sequences for Seaquest.
-
-    Strategy: after each task's warm-up skip, draw seeded random dives of 3-7
-    moves (mostly downward, some sideways moves and shots); keep the first that
-    stays alive, ends with the sub under water, gives a start frame no sibling
-    has, and ends where idling for six decisions loses the sub to an enemy
-    while some short plan survives.
-    """
-    from vical.authoring.search import decision_point_inits
-
-    return decision_point_inits(
-        env_spec,
-        INIT_MOVES,
-        GENERATOR_SEED,
-        length=(3, 7),
-        danger_within=6,
-        plan_depth=6,
-        accept=lambda e: cast(Adapter, e.adapter).depth() > 0,
-    )

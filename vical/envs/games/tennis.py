@@ -21,17 +21,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from vical.envs.ale import JOYSTICK, ALEAdapter
+from vical.envs.ale import ALEAdapter
 from vical.envs.core import Tick
 from vical.envs.scoring import EventCounter
-from vical.spec import EnvSpec
 
-GENERATOR_SEED = 2026
 BALL_DEPTH = 15  # ball position along the court; larger is nearer the top baseline
 SERVE_FRAMES = 4
 AGENT_DEPTH = 24  # the agent's (orange) player position along the court
 OPPONENT_DEPTH = 25
-INIT_MOVES = [*JOYSTICK, "NOOP"]
 
 
 class Adapter(ALEAdapter):
@@ -101,19 +98,3 @@ class Adapter(ALEAdapter):
 
     def progress(self) -> dict[str, Any]:
         return {"returns": self.returns, "point_won": self.won()}
-
-
-def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
-    """Human-init sequences for Tennis.
-
-    Strategy: after the automatic serve and the one skipped step, draw seeded
-    random footwork of 2-8 moves; keep the first that leaves the point
-    undecided, gives a start frame no sibling task has, and ends where
-    standing still for eight decisions loses the point while some short
-    footwork plan keeps the rally alive (the ball is on its way to the agent).
-    """
-    from vical.authoring.search import decision_point_inits
-
-    return decision_point_inits(
-        env_spec, INIT_MOVES, GENERATOR_SEED, length=(2, 8), danger_within=8, plan_depth=8
-    )

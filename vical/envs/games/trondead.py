@@ -15,13 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from vical.envs.ale import JOYSTICK, ALEAdapter
-from vical.spec import EnvSpec
+from vical.envs.ale import ALEAdapter
 
-GENERATOR_SEED = 2026
 LEVEL = 74  # wave counter: warriors' type and point value
 LEVELS = (0, 1, 2, 4, 7)
-INIT_MOVES = [*JOYSTICK, "Shoot", "Left+Shoot", "Right+Shoot"]
 
 
 class Adapter(ALEAdapter):
@@ -39,19 +36,3 @@ class Adapter(ALEAdapter):
     def progress(self) -> dict[str, Any]:
         level = int(self.task.params.get("level", 0))
         return {"reward": self.total, "level": level, "died": self.died}
-
-
-def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
-    """Human-init sequences for Trondead.
-
-    Strategy: after reset and the RAM level write, draw seeded random
-    sequences of 3-8 runs and throws (the first move starts the wave); keep
-    the first that leaves Tron unhit, gives a start frame no sibling task has,
-    and ends where idling for six decisions gets Tron hit while some short
-    plan dodges.
-    """
-    from vical.authoring.search import decision_point_inits
-
-    return decision_point_inits(
-        env_spec, INIT_MOVES, GENERATOR_SEED, length=(3, 8), danger_within=6, plan_depth=8
-    )

@@ -1,0 +1,56 @@
+"""Acrobot (Gymnasium Classic Control, ``Acrobot-v1``): swing the endpoint up."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from gymnasium.envs.classic_control.acrobot import AcrobotEnv
+
+from vical.envs import fpmath
+from vical.envs.classic import ClassicAdapter
+from vical.envs.core import Tick
+from vical.envs.scoring import capped_ratio
+
+# the names of the simulator's state vector, in its order
+STATE_NAMES = ("joint 1 angle", "joint 2 angle", "joint 1 velocity", "joint 2 velocity")
+
+
+class AcrobotAdapter(ClassicAdapter):
+    """Dense score from the rise of the highest endpoint height since the start.
+
+    Endpoint height above the pivot is ``-cos(t1) - cos(t1 + t2)`` (link
+    lengths 1), in [-2, 2]. Score = capped ratio of (best height - start
+    height) to (goal height - start height); the native goal line is at 1.
+    Pass: the endpoint rises above the pivot (height > 0).
+    """
+
+    state_names = STATE_NAMES
+
+    def height(self) -> float:
+        env = cast(AcrobotEnv, self.env.unwrapped)
+        assert env.state is not None  # set by reset
+        t1, t2 = env.state[0], env.state[1]
+        return float(-fpmath.cos_(float(t1)) - fpmath.cos_(float(t1 + t2)))
+
+    def start(self) -> None:
+        self.h0 = self.height()
+        self.best = self.h0
+
+    def on_tick(self, tick: Tick) -> None:
+        self.best = max(self.best, self.height())
+
+    def score(self) -> float:
+        goal = self.task.target("goal_height")
+        if goal <= self.h0:
+            return 100.0
+        return capped_ratio(self.best - self.h0, goal - self.h0)
+
+    def passed(self) -> bool:
+        return self.best > float(self.task.params.get("pass_height", 0.0))
+
+    def progress(self) -> dict[str, Any]:
+        return {"start_height": round(self.h0, 6), "best_height": round(self.best, 6)}
+
+
+# the environment's adapter (vical.envs.make_adapter)
+Adapter = AcrobotAdapter

@@ -1,0 +1,10 @@
+"""Bigfish (Procgen): eat smaller fish to grow; the native reward against the paper's target."""
+
+from __future__ import annotations
+
+from vical.envs.procgen import RewardTargetAdapter
+
+
+class Adapter(RewardTargetAdapter):
+    """Cumulative reward against the paper's two-point target; reaching it ends the
+    episode in Victory, death fails the task (:class:`~vical.envs.procgen.RewardTargetAdapter`)."""
