@@ -62,6 +62,7 @@ class Episode:
     passed: bool
     score: float
     error: str | None = None
+    actions: tuple[str, ...] = ()  # kept for the expert only (the expert reference run)
 
     @property
     def early_success(self) -> bool:
@@ -89,8 +90,11 @@ def play(task, pick: Callable, label: str, run: int = 0) -> Episode:
         env.reset()
         step = None
         i = 0
+        played: list[str] = []
         while not env.done:
-            step = env.step(pick(env, i))
+            action = pick(env, i)
+            played.append(action)
+            step = env.step(action)
             i += 1
         assert step is not None
         return Episode(
@@ -103,6 +107,7 @@ def play(task, pick: Callable, label: str, run: int = 0) -> Episode:
             step.outcome,
             bool(step.passed),
             float(step.score),
+            actions=tuple(played) if label == "expert" else (),
         )
     finally:
         env.close()

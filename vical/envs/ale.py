@@ -16,8 +16,7 @@ score on cumulative reward.
 from __future__ import annotations
 
 import hashlib
-import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any, cast
@@ -308,26 +307,6 @@ class FirstEventAdapter(ALEAdapter):
     def event(self, tick: Tick) -> bool:
         """The event, checked after every slot once the slot's reward is counted."""
         return False
-
-
-def weighted_policy(
-    moves: Sequence[str], weights: Sequence[float]
-) -> Callable[[Any, random.Random], str]:
-    """A seeded policy ``policy(sim, rng)``: every decision one of ``moves``, drawn with
-    ``weights`` (the games' preload and expert policies)."""
-    names = list(moves)
-
-    def policy(sim: Any, rng: random.Random) -> str:
-        return rng.choices(names, weights=weights)[0]
-
-    return policy
-
-
-# The fire button in most decisions, left and right at random: DemonAttack's shooter,
-# and Enduro's driver (there the button is the gas).
-FIRE_AND_STEER = weighted_policy(
-    ["Shoot", "Right+Shoot", "Left+Shoot", "Right", "Left", "NOOP"], (4, 3, 3, 1, 1, 1)
-)
 
 
 def make_adapter(task: TaskSpec) -> Adapter:

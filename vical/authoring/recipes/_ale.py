@@ -35,6 +35,26 @@ from vical.envs.core import Outcome
 from vical.spec import EnvSpec, TaskSpec
 
 
+def weighted_policy(
+    moves: Sequence[str], weights: Sequence[float]
+) -> Callable[[Any, random.Random], str]:
+    """A seeded policy ``policy(sim, rng)``: every decision one of ``moves``, drawn with
+    ``weights`` (the games' preload and expert policies)."""
+    names = list(moves)
+
+    def policy(sim: Any, rng: random.Random) -> str:
+        return rng.choices(names, weights=weights)[0]
+
+    return policy
+
+
+# The fire button in most decisions, left and right at random: DemonAttack's shooter,
+# and Enduro's driver (there the button is the gas).
+FIRE_AND_STEER = weighted_policy(
+    ["Shoot", "Right+Shoot", "Left+Shoot", "Right", "Left", "NOOP"], (4, 3, 3, 1, 1, 1)
+)
+
+
 @dataclass(frozen=True)
 class AleRecipe:
     """How to make one ALE game's clips.

@@ -7,9 +7,8 @@ plays of the same policy, one prefix length per progress band.
 
 from __future__ import annotations
 
-from vical.authoring.recipes._ale import chunk_recipe, hold
+from vical.authoring.recipes._ale import FIRE_AND_STEER, chunk_recipe, hold
 from vical.authoring.search import prefix_streams
-from vical.envs.ale import FIRE_AND_STEER
 from vical.envs.games.demonattack import Adapter
 from vical.spec import EnvSpec
 

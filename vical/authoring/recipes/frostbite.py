@@ -7,9 +7,8 @@ of the same hopper from each variant's own skip.
 
 from __future__ import annotations
 
-from vical.authoring.recipes._ale import chunk_recipe
+from vical.authoring.recipes._ale import chunk_recipe, weighted_policy
 from vical.authoring.search import prefix_streams
-from vical.envs.ale import weighted_policy
 from vical.envs.games.frostbite import Adapter
 from vical.spec import EnvSpec
 
