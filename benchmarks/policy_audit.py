@@ -212,6 +212,67 @@ def expert_for(env_key: str) -> Callable | None:
     return None
 
 
+def expert_name(env_key: str) -> str:
+    """A short name of the environment's expert (for the plan file)."""
+    from vical.demos.experts import CONTROLLERS
+
+    if env_key in CONTROLLERS:
+        return "scripted controller"
+    names = {
+        "taxi": "breadth-first search, shortest passing plan",
+        "cliffwalking": "breadth-first search, shortest passing plan",
+        "lavacrossing": "MiniGrid planner, shortest route",
+        "multiroom": "MiniGrid planner, shortest route",
+        "unlockpickup": "MiniGrid planner, shortest route",
+        "highway": "scripted gap-keeping driver",
+        "flappybird": "scripted pilot",
+        "tetris": "placement planner",
+        "breakout": "scripted ball tracker",
+        "berzerk": "ALE search for the room exit",
+    }
+    if env_key in names:
+        return names[env_key]
+    import importlib
+
+    from vical.authoring.recipes._ale import AleRecipe
+    from vical.authoring.recipes._lookahead import GameDemos
+
+    recipe = getattr(importlib.import_module(f"vical.authoring.recipes.{env_key}"), "RECIPE", None)
+    if isinstance(recipe, AleRecipe):
+        return "ALE search on the benchmark score"
+    if isinstance(recipe, GameDemos):
+        return "ALE look-ahead search"
+    return "Procgen beam search"
+
+
+def write_plans(rows: list[dict], path: Path) -> int:
+    """The expert episodes' actions as a plan file (``vical baseline expert --plans``)."""
+    from vical.spec import tasks_digest
+
+    experts = sorted(
+        (r for r in rows if r["policy"] == "expert" and r["error"] is None and r["actions"]),
+        key=lambda r: r["task"],
+    )
+    names: dict[str, str] = {}
+    tasks = {}
+    for r in experts:
+        if r["env"] not in names:
+            names[r["env"]] = expert_name(r["env"])
+        tasks[r["task"]] = {"actions": list(r["actions"]), "expert": names[r["env"]]}
+    doc = {
+        "format": "vical-plans/1",
+        "tasks_digest": tasks_digest(),
+        "source": "benchmarks/policy_audit.py --policies expert: each environment's "
+        "scripted or search expert played from the task's start; the actions it chose",
+        "tasks": tasks,
+    }
+    lines = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in tasks.items())
+    head = json.dumps({k: v for k, v in doc.items() if k != "tasks"})[:-1]
+    path.write_text(f'{head}, "tasks": {{\n{lines}\n}}}}\n', encoding="utf-8")
+    json.loads(path.read_text(encoding="utf-8"))  # the file is valid JSON
+    return len(tasks)
+
+
 class _Timeout(Exception):
     pass
 
@@ -409,6 +470,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="Episode file (default: none).")
     ap.add_argument("--doc", type=Path, default=DOC, help="Markdown file to update.")
     ap.add_argument("--no-doc", action="store_true", help="Print the table, write no document.")
+    ap.add_argument(
+        "--plans",
+        type=Path,
+        default=None,
+        help="Also write the expert episodes' actions as a plan file (vical baseline expert).",
+    )
     args = ap.parse_args(argv)
 
     sys.path.insert(0, str(ROOT))
@@ -444,6 +511,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.json:  # the episodes first: a table that cannot be made loses nothing played
         args.json.write_text(json.dumps({"meta": meta, "episodes": rows}))
+    if args.plans:
+        print(f"wrote {write_plans(rows, args.plans)} expert plans to {args.plans}")
     summary = summarise(rows)
     table = markdown(summary, meta)
     if args.json:
