@@ -37,7 +37,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,6 +63,7 @@ class Episode:
     score: float
     error: str | None = None
     actions: tuple[str, ...] = ()  # kept for the expert only (the expert reference run)
+    variant: str = ""  # the expert's variant that played this episode
 
     @property
     def early_success(self) -> bool:
@@ -144,72 +145,104 @@ def _policy_expert(fn: Callable) -> Callable:
     return lambda task: ("policy", fn)
 
 
-def expert_for(env_key: str) -> Callable | None:
-    """The environment's expert as ``expert(task) -> ("actions", list) | ("policy", fn)``."""
+Candidate = tuple[str, Callable]  # (variant name, expert(task) -> ("actions"|"policy", ...))
+
+
+def expert_candidates(env_key: str) -> list[Candidate]:
+    """The environment's expert as named variants, tried in order (see expert_episode).
+
+    Search experts get a few seeds or widths; the scripted ones their parameter
+    (Breakout's aim). Every variant is the same kind of player with another setting,
+    never the random reference."""
     from vical.authoring import recipes as _recipes  # noqa: F401  (authoring tools present)
     from vical.demos.experts import CONTROLLERS, bfs_expert
 
     if env_key in CONTROLLERS:
         ctrl = CONTROLLERS[env_key]
-        return _policy_expert(lambda env, i: ctrl(env))
+        return [("controller", _policy_expert(lambda env, i: ctrl(env)))]
     if env_key in ("taxi", "cliffwalking"):
-        return lambda task: ("actions", getattr(bfs_expert(task), "actions", []))
+        return [("bfs", lambda task: ("actions", getattr(bfs_expert(task), "actions", [])))]
     if env_key in ("lavacrossing", "multiroom", "unlockpickup"):
         from vical.authoring.experts import planner_route
 
-        return lambda task: ("actions", planner_route(task))
+        return [("planner", lambda task: ("actions", planner_route(task)))]
     if env_key == "highway":
         from vical.authoring.recipes.highway import gap_driver
 
-        return _policy_expert(lambda env, i: gap_driver(env))
+        return [("driver", _policy_expert(lambda env, i: gap_driver(env)))]
     if env_key == "flappybird":
         from vical.authoring.recipes.flappybird import pilot
 
-        return _policy_expert(lambda env, i: pilot(env))
+        return [("pilot", _policy_expert(lambda env, i: pilot(env)))]
     if env_key == "tetris":
         from vical.authoring.recipes.tetris import planner
 
-        return _policy_expert(lambda env, i: planner(env))
+        return [("planner", _policy_expert(lambda env, i: planner(env)))]
     if env_key == "breakout":
+        from vical.authoring.recipes.breakout import AIMS
         from vical.envs.breakout import NATIVE_NAMES, track_ball
 
-        def tracker(env, i):
-            name = NATIVE_NAMES[track_ball(env.adapter.game, 0)]
-            return name if name in env.actions else "NOOP"
+        def tracker(aim: int) -> Callable:
+            def pick(env, i):
+                name = NATIVE_NAMES[track_ball(env.adapter.game, aim)]
+                return name if name in env.actions else "NOOP"
 
-        return _policy_expert(tracker)
+            return _policy_expert(pick)
+
+        return [(f"tracker aim {aim:+d}", tracker(aim)) for aim in (0, *(a for a in AIMS if a))]
     if env_key == "berzerk":
         from vical.authoring.recipes._ale import ale_expert
         from vical.authoring.recipes.berzerk import _exit_play
 
-        return lambda task: ("actions", ale_expert(task, _exit_play, task.max_steps).actions)
+        return [
+            (
+                "exit search",
+                lambda task: ("actions", ale_expert(task, _exit_play, task.max_steps).actions),
+            )
+        ]
     import importlib
 
     try:
         mod = importlib.import_module(f"vical.authoring.recipes.{env_key}")
     except ImportError:
-        return None
+        return []
     recipe = getattr(mod, "RECIPE", None)
     if recipe is None:
-        return None
+        return []
     from vical.authoring.recipes._ale import AleRecipe, ale_expert
     from vical.authoring.recipes._lookahead import GameDemos, _play
     from vical.authoring.recipes._procgen import ProcgenRecipe
 
     if isinstance(recipe, AleRecipe):
 
-        def ale(task):
-            res = ale_expert(task, lambda sim, k: recipe.win(sim, k, 1), task.max_steps)
-            return ("actions", res.actions)
+        def ale(seed: int) -> Callable:
+            def run(task):
+                res = ale_expert(task, lambda sim, k: recipe.win(sim, k, seed), task.max_steps)
+                return ("actions", res.actions)
 
-        return ale
+            return run
+
+        return [(f"search seed {s}", ale(s)) for s in (1, 2, 3)]
     if isinstance(recipe, GameDemos):
-        return lambda task: ("actions", _play(recipe, task, task.max_steps, recipe.seeds[0])[0])
+
+        def look(seed: int) -> Callable:
+            return lambda task: ("actions", _play(recipe, task, task.max_steps, seed)[0])
+
+        return [(f"look-ahead seed {s}", look(s)) for s in recipe.seeds[:3]]
     if isinstance(recipe, ProcgenRecipe):
         from vical.authoring.search import procgen_beam
 
-        return lambda task: ("actions", procgen_beam(task, width=recipe.width).actions)
-    return None
+        def beam(width: int) -> Callable:
+            return lambda task: ("actions", procgen_beam(task, width=width).actions)
+
+        return [(f"beam width {w}", beam(w)) for w in (recipe.width, 2 * recipe.width)]
+    return []
+
+
+def expert_for(env_key: str) -> Callable | None:
+    """The environment's first expert variant as ``expert(task)``, or None."""
+    found = expert_candidates(env_key)
+    return found[0][1] if found else None
 
 
 def expert_name(env_key: str) -> str:
@@ -258,7 +291,8 @@ def write_plans(rows: list[dict], path: Path) -> int:
     for r in experts:
         if r["env"] not in names:
             names[r["env"]] = expert_name(r["env"])
-        tasks[r["task"]] = {"actions": list(r["actions"]), "expert": names[r["env"]]}
+        label = names[r["env"]] + (f" ({r['variant']})" if r.get("variant") else "")
+        tasks[r["task"]] = {"actions": list(r["actions"]), "expert": label}
     doc = {
         "format": "vical-plans/1",
         "tasks_digest": tasks_digest(),
@@ -281,36 +315,48 @@ def _alarm(signum, frame):
     raise _Timeout
 
 
+def _failed(task, error: str) -> Episode:
+    return Episode(task.env.env, task.id, "expert", 0, 0, task.max_steps, None, False, 0.0, error)
+
+
+def _rank(e: Episode) -> tuple:
+    return (e.error is None, e.passed, e.score, -e.steps)
+
+
 def expert_episode(task, timeout: int) -> Episode | None:
-    expert = expert_for(task.env.env)
-    if expert is None:
+    """The expert's best episode on the task: its variants (expert_candidates) are
+    tried in order until one passes, within ``timeout`` seconds in all; the best of
+    those played (pass, then score) is kept, its variant named in ``expert``."""
+    candidates = expert_candidates(task.env.env)
+    if not candidates:
         return None
     old = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(timeout)
+    deadline = time.monotonic() + timeout
+    best: Episode | None = None
     try:
-        kind, what = expert(task)
-        signal.alarm(0)
-        if kind == "policy":
-            return play(task, what, "expert")
-        return replay(task, list(what), "expert")
-    except _Timeout:
-        return Episode(
-            task.env.env, task.id, "expert", 0, 0, task.max_steps, None, False, 0.0, "timeout"
-        )
-    except Exception as e:  # an expert that cannot run here is reported, not fatal
-        signal.alarm(0)
-        return Episode(
-            task.env.env,
-            task.id,
-            "expert",
-            0,
-            0,
-            task.max_steps,
-            None,
-            False,
-            0.0,
-            f"{type(e).__name__}: {e}"[:200],
-        )
+        for name, expert in candidates:
+            left = int(deadline - time.monotonic())
+            if left < 1:
+                break
+            signal.alarm(left)
+            try:
+                kind, what = expert(task)
+                signal.alarm(0)
+                if kind == "policy":
+                    ep = play(task, what, "expert")
+                else:
+                    ep = replay(task, list(what), "expert")
+                ep = replace(ep, variant=name)
+            except _Timeout:
+                ep = _failed(task, "timeout")
+            except Exception as e:  # an expert that cannot run here is reported, not fatal
+                signal.alarm(0)
+                ep = _failed(task, f"{type(e).__name__}: {e}"[:200])
+            if best is None or _rank(ep) > _rank(best):
+                best = ep
+            if best.passed:
+                break
+        return best
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)

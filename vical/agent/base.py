@@ -125,6 +125,7 @@ _REGISTRY: dict[str, Callable[..., Agent]] = {}
 # backend name -> module that registers it (imported on first use)
 _MODULES: dict[str, str] = {
     "random": "vical.agent.backends.random",
+    "plan": "vical.agent.backends.plan",  # the expert reference: plans made offline
     "openai-chat": "vical.agent.backends.openai_chat",
     "openai-responses": "vical.agent.backends.openai_responses",
     "gemini": "vical.agent.backends.gemini",

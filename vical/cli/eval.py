@@ -1,4 +1,4 @@
-"""``vical eval`` and ``vical baseline random``: one evaluation run, then its report.
+"""``vical eval`` and ``vical baseline random|expert``: one evaluation run, then its report.
 
 Both commands gather their options in an :class:`EvalOptions`, whose construction
 is the command line's one check of the agent name, ``--frames`` and the API
@@ -41,12 +41,17 @@ if TYPE_CHECKING:
     from vical.run.runner import RunSummary
     from vical.run.shard import Shard
 
-baseline_app = typer.Typer(help="Reference runs (the random baseline).", no_args_is_help=True)
+baseline_app = typer.Typer(
+    help="Reference runs (the random and expert baselines).", no_args_is_help=True
+)
+# the reference agents: no model, no requests, so no API options and no self-check
+REFERENCE_AGENTS = ("random", "plan")
 
 
 @dataclass(frozen=True)
 class ApiOptions:
-    """How an API backend reaches its model (the ``vical eval`` options random ignores)."""
+    """How an API backend reaches its model (the ``vical eval`` options the reference
+    agents, random and plan, ignore)."""
 
     endpoint: str | None
     model: str | None
@@ -92,7 +97,8 @@ class EvalOptions:
     Construction checks, in this order, the agent name, ``frames`` (one of
     ``vical.run.runner.FRAME_MODES``) and, for an API backend, ``api`` (it must
     name a model; ``extra_body`` must be JSON), raising :class:`OptionError`;
-    ``agent_kwargs`` is then what the agent is built with. Task globs are
+    ``agent_kwargs`` is then what the agent is built with (the ``plan`` agent: its
+    ``plans`` file, by default the packaged expert plans). Task globs are
     resolved later, by :func:`run_and_report`.
     """
 
@@ -103,7 +109,7 @@ class EvalOptions:
     workers: int | None
     frames: str
     agent: str = "random"
-    api: ApiOptions | None = None  # every agent but random needs one
+    api: ApiOptions | None = None  # every agent but the references (REFERENCE_AGENTS) needs one
     demos: bool = True
     report: bool = True
     prices: Path | None = None
@@ -116,6 +122,7 @@ class EvalOptions:
     rules: str = "basic"  # the rules text of the prompt: basic or detailed (ablation)
     doctor: bool = True  # an API backend: the quick self-check before the first request
     world_model: Any = None  # vical wm couple: the vical.wm.couple.Coupling of a coupled run
+    plans: Path | None = None  # the plan agent's plan file (default: the packaged expert plans)
     agent_kwargs: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -134,7 +141,11 @@ class EvalOptions:
 
         check_executor(self.executor, self.ray_address)
         kwargs: dict[str, Any] = {"seed": self.seed}
-        if self.agent != "random":
+        if self.agent == "plan":
+            from vical.agent.plans import DEFAULT_PLANS
+
+            kwargs["plans"] = str(Path(self.plans or DEFAULT_PLANS).resolve())
+        elif self.agent not in REFERENCE_AGENTS:
             if self.api is None:
                 raise OptionError(f"--model is required for the {self.agent} backend")
             kwargs.update(self.api.agent_kwargs(self.agent))
@@ -184,8 +195,8 @@ def _self_check(opts: EvalOptions) -> dict[str, Any]:
     from vical.run.doctor import run_doctor, skipped_entry
     from vical.run.pool import Interrupted
 
-    if opts.agent == "random":
-        return skipped_entry("not run for the random agent (it sends no requests)")
+    if opts.agent in REFERENCE_AGENTS:
+        return skipped_entry(f"not run for the {opts.agent} agent (it sends no requests)")
     if not opts.doctor:
         return skipped_entry("--skip-doctor")
     try:
@@ -215,7 +226,7 @@ def _price(opts: EvalOptions, settings: dict[str, Any]) -> dict[str, float] | No
         price = price_for(settings, load_prices(opts.prices))
     except ValueError as e:
         fail(str(e))
-    if opts.agent != "random" and price is None:
+    if opts.agent not in REFERENCE_AGENTS and price is None:
         err.print(
             f"note: no price for model {settings.get('model')!r} in the price table; "
             "costs are not computed (see --prices)"
@@ -522,3 +533,64 @@ def baseline_random(
             shard=shard_option(shard),
         )
     )
+
+
+@baseline_app.command("expert")
+def baseline_expert(
+    plans: Path = typer.Option(
+        None,
+        "--plans",
+        help="Plan file (JSON, format vical-plans/1) of the expert's actions per task; "
+        "default: vical/data/expert-plans.json, packaged with vical. Make one with: "
+        "python benchmarks/policy_audit.py --policies expert --plans FILE.",
+    ),
+    out: Path = typer.Option(
+        Path("runs/expert-baseline"), "--out", "-o", help="Run folder (re-use it to resume)."
+    ),
+    tasks: str = typer.Option(
+        None, "--tasks", "-t", help="Id globs (default: every task); each needs a plan."
+    ),
+    workers: int = typer.Option(None, "--workers", "-j", min=1, help="Parallel episodes."),
+    frames: str = typer.Option("none", "--frames", help="PNG frames to save: none, failed, all."),
+    shard: str = typer.Option(
+        None, "--shard", metavar="I/N", help="Play only slice I (from 0) of N (see vical eval)."
+    ),
+) -> None:
+    """The expert reference: each task's planned actions, replayed, as a normal run folder.
+
+    The plans were made offline (search and scripted experts, never imported at run
+    time). One run per task: the expert is deterministic. After a plan ends, the
+    task's NOOP (else its first action) is played. Tasks without a plan are refused
+    up front; choose planned tasks with --tasks.
+    """
+    from vical.agent.plans import DEFAULT_PLANS, MAKE_PLANS, load_plans
+    from vical.cli.scale import shard_option
+
+    path = plans or DEFAULT_PLANS
+    if plans is None and not DEFAULT_PLANS.is_file():
+        fail(
+            f"no expert plans are packaged with this vical ({DEFAULT_PLANS} does not exist); "
+            f"make a plan file with: {MAKE_PLANS}, then pass --plans FILE"
+        )
+    opts = EvalOptions(
+        tasks=tasks,
+        out=out,
+        runs=1,
+        seed=0,
+        workers=workers,
+        frames=frames,
+        agent="plan",
+        demos=False,
+        shard=shard_option(shard),
+        plans=path,
+    )
+    missing = load_plans(path).missing(select(tasks))
+    if missing:
+        shown = ", ".join(missing[:20]) + (
+            f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+        )
+        fail(
+            f"{len(missing)} task(s) have no plan in {path}: {shown}; "
+            "choose planned tasks with --tasks, or add their plans to the file"
+        )
+    run_and_report(opts)

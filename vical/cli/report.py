@@ -20,6 +20,7 @@ class ReportOptions:
     runs: tuple[Path, ...]
     out: Path | None = None  # default: the run folder for one run, ./report for several
     random: Path | None = None  # the random reference's run folder
+    expert: Path | None = None  # the expert reference's run folder (vical baseline expert)
     strip_task: str | None = None
     html: bool = True
     paired: bool = False  # the first run minus the second, per column, on matched episodes
@@ -38,7 +39,9 @@ def write_report(opts: ReportOptions) -> None:
 
     runs = list(opts.runs)
     try:
-        doc = build_document(runs, random_dir=opts.random, strip_task=opts.strip_task)
+        doc = build_document(
+            runs, random_dir=opts.random, strip_task=opts.strip_task, expert_dir=opts.expert
+        )
     except (FileNotFoundError, ValueError) as e:
         fail(str(e))
     if opts.paired:
@@ -51,11 +54,13 @@ def write_report(opts: ReportOptions) -> None:
             fail(f"--paired: {e}")
     target = opts.out or (runs[0] if len(runs) == 1 else Path("report"))
     paths = write_document(doc, target, html=opts.html)
-    reports = [*doc["runs"], *([doc["random"]] if doc["random"] is not None else [])]
+    refs = {"random ref.": doc["random"], "expert ref.": doc.get("expert")}
+    reports = [*doc["runs"], *(r for r in refs.values() if r is not None)]
     table = Table(title="V-ICAL results")
     table.add_column("column")
     for r in reports:
-        label = f"{r.name} (random ref.)" if r is doc["random"] else r.name
+        kind = next((k for k, ref in refs.items() if r is ref), None)
+        label = f"{r.name} ({kind})" if kind else r.name
         table.add_column(f"{label} S", justify="right")
         table.add_column("P%", justify="right")
     for c in TABLE1_COLUMNS:
@@ -142,6 +147,12 @@ def report_cmd(
         help="Run folder of the random reference (vical baseline random): adds its Table-1 "
         "row and the difficulty strata.",
     ),
+    expert: Path = typer.Option(
+        None,
+        "--expert",
+        help="Run folder of the expert reference (vical baseline expert): adds its Table-1 "
+        "row, after the random one; it is not pooled into the runs or the analyses.",
+    ),
     strip_task: str = typer.Option(
         None,
         "--strip-task",
@@ -167,6 +178,7 @@ def report_cmd(
             runs=tuple(runs),
             out=out,
             random=random,
+            expert=expert,
             strip_task=strip_task,
             html=html,
             paired=paired,

@@ -52,13 +52,21 @@ def build_document(
     random_dir: Path | None = None,
     strip_task: str | None = None,
     demo_context: bool = True,
+    expert_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Load the runs (and the random reference) and compute Table 1 and every analysis.
+    """Load the runs (and the random and expert references) and compute Table 1 and
+    every analysis.
+
+    The references get their own labelled rows in Table 1, its intervals and the
+    per-environment means; neither is pooled into the compared runs. The random
+    reference also feeds the analyses made against it (difficulty strata, failure
+    modes); the expert reference (``vical baseline expert``) is a row only.
 
     Raises FileNotFoundError / ValueError for a missing or empty run folder.
     """
     dirs = [Path(d) for d in run_dirs]
-    names = _unique_names(dirs + ([Path(random_dir)] if random_dir else []))
+    refs = [Path(d) for d in (random_dir, expert_dir) if d is not None]
+    names = _unique_names(dirs + refs)
     run_names = names[: len(dirs)]
     runs: dict[str, list[EvalResult]] = {}
     folders: dict[str, Path] = {}
@@ -71,12 +79,19 @@ def build_document(
     random_report = random_results = None
     random_name = None
     if random_dir is not None:
-        random_name = names[-1]
+        random_name = names[len(dirs)]
         random_results = load_results(Path(random_dir))
         random_report = build_report(
             random_results, random_name, condition=run_condition(Path(random_dir))
         )
         folders[random_name] = Path(random_dir)
+    expert_report = None
+    expert_name = None
+    if expert_dir is not None:
+        expert_name = names[-1]
+        expert_report = build_report(
+            load_results(Path(expert_dir)), expert_name, condition=run_condition(Path(expert_dir))
+        )
 
     # per-run tables include the random reference as a last, labelled row
     with_ref = dict(runs)
@@ -143,6 +158,8 @@ def build_document(
         "runs": reports,
         "random": random_report,
         "random_name": random_name,
+        "expert": expert_report,
+        "expert_name": expert_name,
         "results": runs,
         "folders": folders,
         "analyses": analyses,
@@ -229,6 +246,7 @@ def document_json(doc: dict[str, Any], figures: dict[str, tuple[str, bytes]]) ->
         {
             "runs": [r.model_dump() for r in doc["runs"]],
             "random": doc["random"].model_dump() if doc["random"] else None,
+            "expert": doc["expert"].model_dump() if doc.get("expert") else None,
             "analyses": doc["analyses"],
             "infrastructure_failures": doc.get("infrastructure_failures", {}),
             "usage": doc.get("usage"),
@@ -257,6 +275,9 @@ def render_document_markdown(doc: dict[str, Any], figures: dict[str, tuple[str, 
     if doc["random"] is not None:
         rr = doc["random"]
         head.append(f"Random reference: {rr.name} ({rr.n_episodes} episodes, {rr.n_tasks} tasks)")
+    if doc.get("expert") is not None:
+        er = doc["expert"]
+        head.append(f"Expert reference: {er.name} ({er.n_episodes} episodes, {er.n_tasks} tasks)")
     for name, eps in (doc.get("infrastructure_failures") or {}).items():
         head.append(
             f"Not scored: {len(eps)} episode(s) of {name} ended in an infrastructure "

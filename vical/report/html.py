@@ -90,9 +90,10 @@ def render_html(
     runs = ", ".join(
         f"{escape(r.name)} ({escape(r.agent)}, {r.n_episodes} episodes)" for r in doc["runs"]
     )
-    ref = doc["random"]
-    ref_line = (
-        f"<p>Random reference: {escape(ref.name)} ({ref.n_episodes} episodes)</p>" if ref else ""
+    ref_line = "".join(
+        f"<p>{kind} reference: {escape(ref.name)} ({ref.n_episodes} episodes)</p>"
+        for kind, ref in (("Random", doc["random"]), ("Expert", doc.get("expert")))
+        if ref
     )
     nav = "".join(f'<a href="#{s.key}">{escape(s.title)}</a>' for s in sections)
     if viewer:

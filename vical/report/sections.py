@@ -44,7 +44,18 @@ def _p(x: float | None) -> str:
     return f"{x:.2g}" if x < 0.001 else f"{x:.3f}"
 
 
-def _table1(runs: list[RunReport], random: RunReport | None) -> Section:
+def _ref_label(r: RunReport, random: RunReport | None, expert: RunReport | None) -> str | None:
+    """A reference run's row label ("Random reference: <run>"), None for a compared run."""
+    if r is random:
+        return f"Random reference: {r.name}"
+    if r is expert:
+        return f"Expert reference: {r.name}"
+    return None
+
+
+def _table1(
+    runs: list[RunReport], random: RunReport | None, expert: RunReport | None = None
+) -> Section:
     headers = ["Model"] + [f"{c} {m}" for c in TABLE1_COLUMNS for m in ("S", "P%")]
     rows, classes = [], []
 
@@ -60,9 +71,10 @@ def _table1(runs: list[RunReport], random: RunReport | None) -> Section:
         human = r.agent == "human"
         rows.append(row(f"Human: {r.name}" if human else f"{r.name} ({r.agent})", r))
         classes.append("run human" if human else "run")
-    if random is not None:
-        rows.append(row(f"Random reference: {random.name}", random))
-        classes.append("reference")
+    for ref in (random, expert):
+        if ref is not None:
+            rows.append(row(_ref_label(ref, random, expert) or ref.name, ref))
+            classes.append("reference")
     for label, vals in TABLE1_REFERENCE.items():
         rows.append([label] + [x for s, p in vals for x in (f"{s:.1f}", str(p))])
         classes.append("paper")
@@ -71,7 +83,8 @@ def _table1(runs: list[RunReport], random: RunReport | None) -> Section:
         "Table 1: score S and pass rate P% by category",
         "S: normalized score (0–100); P%: pass rate. Task scores are averaged over runs, then "
         "over the tasks of each environment; every column weights its environments equally "
-        "(an environment with several type tags counts in each). Rows marked (paper) are the "
+        "(an environment with several type tags counts in each). The random and expert "
+        "reference rows are not pooled into the compared runs. Rows marked (paper) are the "
         "paper's published numbers, for comparison.",
         headers,
         rows,
@@ -86,8 +99,11 @@ def _span(iv: dict[str, Any] | None, d: int) -> str:
     return f"[{iv['low']:.{d}f}, {iv['high']:.{d}f}]"
 
 
-def _table1_intervals(runs: list[RunReport], random: RunReport | None) -> Section | None:
-    reps = [r for r in [*runs, *([random] if random else [])] if r.intervals]
+def _table1_intervals(
+    runs: list[RunReport], random: RunReport | None, expert: RunReport | None = None
+) -> Section | None:
+    refs = [r for r in (random, expert) if r is not None]
+    reps = [r for r in [*runs, *refs] if r.intervals]
     if not reps:
         return None
     first = next(
@@ -100,7 +116,7 @@ def _table1_intervals(runs: list[RunReport], random: RunReport | None) -> Sectio
     rows = []
     for r in reps:
         assert r.intervals is not None
-        label = f"Random reference: {r.name}" if r is random else f"{r.name} ({r.agent})"
+        label = _ref_label(r, random, expert) or f"{r.name} ({r.agent})"
         cells = [label]
         for c in TABLE1_COLUMNS:
             iv = r.intervals.get(c) or {}
@@ -115,7 +131,7 @@ def _table1_intervals(runs: list[RunReport], random: RunReport | None) -> Sectio
         "with a single environment has no interval (–).",
         headers,
         rows,
-        row_classes=["reference" if r is random else "run" for r in reps],
+        row_classes=["reference" if any(r is x for x in refs) else "run" for r in reps],
     )
 
 
@@ -204,8 +220,10 @@ def _table5(table5: list[dict[str, Any]] | None) -> Section | None:
     )
 
 
-def _per_env(runs: list[RunReport], random: RunReport | None) -> Section:
-    reps = [*runs, *([random] if random else [])]
+def _per_env(
+    runs: list[RunReport], random: RunReport | None, expert: RunReport | None = None
+) -> Section:
+    reps = [*runs, *(r for r in (random, expert) if r is not None)]
     headers = ["Environment", "Tags"] + [f"{r.name} {m}" for r in reps for m in ("S", "P%")]
     envs = sorted({e.env for r in reps for e in r.envs})
     rows = []
@@ -605,13 +623,13 @@ def _usage(usage: dict[str, Any] | None) -> Section | None:
 def report_sections(doc: dict[str, Any]) -> list[Section]:
     """Every section of the report, in reading order; optional ones only when their data exists."""
     a = doc["analyses"]
-    runs, random = doc["runs"], doc["random"]
+    runs, random, expert = doc["runs"], doc["random"], doc.get("expert")
     sections = [
-        _table1(runs, random),
-        _table1_intervals(runs, random),
+        _table1(runs, random, expert),
+        _table1_intervals(runs, random, expert),
         _paired(doc.get("paired")),
         _table5(doc.get("table5")),
-        _per_env(runs, random),
+        _per_env(runs, random, expert),
         _failure_modes(a["failure_modes"]),
         _failure_by_type(a["failure_by_type"]),
         _failure_by_type_random(a.get("failure_by_type_random")),

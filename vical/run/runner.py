@@ -78,6 +78,7 @@ _SETTING_FLAGS = {
     "reasoning_effort": "--reasoning-effort",
     "extra_body": "--extra-body",
     "seed": "--seed",
+    "plans": "--plans",  # vical baseline expert
 }
 
 
