@@ -148,6 +148,25 @@ def _policy_expert(fn: Callable) -> Callable:
 Candidate = tuple[str, Callable]  # (variant name, expert(task) -> ("actions"|"policy", ...))
 
 
+def _later_candidates(env_key: str) -> list[Candidate]:
+    """Search variants tried after a recipe's own expert (other search, same game)."""
+    if env_key == "frostbite":
+        from vical.authoring.recipes._ale import ale_expert
+        from vical.authoring.recipes.frostbite import floe_beam
+
+        def floes(task):
+            return ("actions", ale_expert(task, floe_beam, task.max_steps).actions)
+
+        # life-safe beam for the landings target, sinking players set aside
+        return [("floe beam width 32", floes)]
+    if env_key == "bossfight":
+        from vical.authoring.recipes.bossfight import shooting_beam
+
+        # the beam's key keeps a decision that fires apart from one that does not
+        return [("shooting beam width 32", lambda task: ("actions", shooting_beam(task)))]
+    return []
+
+
 def expert_candidates(env_key: str) -> list[Candidate]:
     """The environment's expert as named variants, tried in order (see expert_episode).
 
@@ -222,7 +241,7 @@ def expert_candidates(env_key: str) -> list[Candidate]:
 
             return run
 
-        return [(f"search seed {s}", ale(s)) for s in (1, 2, 3)]
+        return [(f"search seed {s}", ale(s)) for s in (1, 2, 3)] + _later_candidates(env_key)
     if isinstance(recipe, GameDemos):
 
         def look(seed: int) -> Callable:
@@ -235,7 +254,8 @@ def expert_candidates(env_key: str) -> list[Candidate]:
         def beam(width: int) -> Callable:
             return lambda task: ("actions", procgen_beam(task, width=width).actions)
 
-        return [(f"beam width {w}", beam(w)) for w in (recipe.width, 2 * recipe.width)]
+        widths = (recipe.width, 2 * recipe.width)
+        return [(f"beam width {w}", beam(w)) for w in widths] + _later_candidates(env_key)
     return []
 
 

@@ -85,7 +85,7 @@ fi
 SOURCE_URL=${SOURCE_URL:-$(git config --get remote.origin.url 2>/dev/null || true)}
 # the task-data digest of vical.spec.tasks_digest: the simulator version, then every task file
 TASKS_DIGEST=$(cd vical/tasks && {
-  printf 'simulator %s\0' "$(sed -n 's/^SIMULATOR_VERSION = \([0-9][0-9]*\)$/\1/p' ../spec.py)"
+  printf 'simulator %s\0' "$(sed -n 's/^SIMULATOR_VERSION = \([0-9][0-9]*\)$/\1/p' ../spec/__init__.py)"
   for f in $(LC_ALL=C ls -- *.yaml); do printf '%s\0' "$f"; cat -- "$f"; printf '\0'; done
   } | sha256sum | cut -d' ' -f1)
 BUILD_ARGS=(--build-arg "VICAL_IMAGE_VERSION=$VERSION" --build-arg "VCS_REF=$REVISION"

@@ -272,6 +272,44 @@ def test_baseline_random_stops_on_sigterm_and_resumes(tmp_path):
     assert _episodes(out) == expected
 
 
+def test_baseline_expert_stops_on_sigterm_and_resumes(tmp_path):
+    import json
+
+    from vical.spec import tasks_digest
+
+    plans = tmp_path / "plans.json"
+    tasks = {
+        t.id: {"actions": [next(iter(t.env.actions))] * t.max_steps, "expert": "a held action"}
+        for t in select_tasks(MANY)
+    }
+    plans.write_text(
+        json.dumps(
+            {
+                "format": "vical-plans/1",
+                "tasks_digest": tasks_digest(),
+                "source": "test: the first action held",
+                "tasks": tasks,
+            }
+        )
+    )
+    out = tmp_path / "expert"
+    cmd = _vical(
+        "baseline", "expert", "--plans", str(plans), "--tasks", MANY, "--out", str(out), "-j", "2"
+    )
+    rc, _, took, _, err = signalled(
+        cmd, lambda p: bool(list(out.glob("episodes/*/eval_result.json"))), [(signal.SIGTERM, 0)]
+    )
+    assert_stopped(rc, took, err)
+    time.sleep(0.3)
+    _assert_nothing_partial(out)
+    assert not (out / "report.json").exists()
+    expected = {episode_name(t, 0) for t in tasks}
+    assert _episodes(out) < expected
+    done = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert _episodes(out) == expected
+
+
 # ---------------------------------------------------------------- verify, leaderboard
 
 
@@ -520,6 +558,7 @@ def test_wm_couple_stops_on_sigterm_and_resumes(tmp_path):
 HERE = {
     "eval": test_eval_stops_sends_no_request_after_the_signal_and_resumes,
     "baseline random": test_baseline_random_stops_on_sigterm_and_resumes,
+    "baseline expert": test_baseline_expert_stops_on_sigterm_and_resumes,
     "verify": test_verify_stops_on_sigterm_and_writes_no_verdict,
     "leaderboard add": test_leaderboard_add_stops_on_sigterm_and_adds_nothing,
     "audit run": test_audit_stops_on_sigterm_sends_nothing_after_and_resumes,

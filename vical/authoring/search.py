@@ -8,10 +8,11 @@ runtime's own decision step, so a found action list replays exactly through
 - a :class:`~vical.authoring.sim.DecisionSim` (the start state before scoring
   begins; every lost life reported): :func:`play_without_dying`,
   :func:`prefix_streams`, :func:`chunk_search`, :func:`lookahead_policy`,
-  :func:`beam_search`, :func:`dense_starts`;
+  :func:`beam_search`, :func:`live_beam_search`, :func:`dense_starts`;
 - a started :class:`~vical.envs.core.VicalEnv` (the task's own score, pass and
   ending rules): :func:`lookahead_play`, :func:`decision_point_init`,
-  :func:`init_for_variants`, :func:`decision_point_inits`, :func:`scored_beam`.
+  :func:`init_for_variants`, :func:`decision_point_inits`, :func:`scored_beam`
+  (:func:`procgen_beam`, :func:`procgen_judged_beam`).
 
 Saving and restoring is :meth:`VicalEnv.snapshot` / :meth:`VicalEnv.restore`
 throughout.
@@ -234,6 +235,68 @@ def beam_search(
         if ranked[0][0] > best[0] or (full_depth and step == depth - 1):
             best = (ranked[0][0], ranked[0][3])
     return best
+
+
+def live_beam_search(
+    sim: DecisionSim,
+    depth: int,
+    width: int = 32,
+    actions: list[str] | None = None,
+    seed: int = 0,
+    events: Callable[[float], int] | None = None,
+    goal: int | None = None,
+    stuck_limit: int = 3,
+) -> list[str]:
+    """Beam search for ``goal`` events that also sets aside states already doomed.
+
+    Like :func:`beam_search` (RAM-merged entries, lists that lose a life
+    dropped, seeded tie-break), but an entry every one of whose actions leads
+    to the same RAM ignores the input; after ``stuck_limit`` such expansions in
+    a row the entry ranks below every other (some games play a long death
+    animation before the life counter drops: in Frostbite about a dozen
+    decisions of a sinking player). Entries rank by (not stuck, events,
+    counted reward); ``events(reward)`` counts the events in a decision's raw
+    reward (default: one per rewarded decision). Returns the first action list
+    that reaches ``goal`` events, else the best one seen.
+    """
+    names = actions or list(sim.actions)
+    count = events or (lambda r: 1 if r > 0 else 0)
+    rng = random.Random(seed)
+    # (rank, events, stuck, actions, state); rank = (alive, events, reward)
+    beam: list[tuple[tuple[bool, int, float], int, list[str], Snapshot]] = [
+        ((True, 0, 0.0), 0, [], sim.clone())
+    ]
+    best: tuple[tuple[int, float], list[str]] = ((0, 0.0), [])
+    for _step in range(depth):
+        nxt: dict[bytes, tuple[tuple[bool, int, float], float, int, list[str], Snapshot]] = {}
+        for (_alive, ev, total), stuck, seq, state in beam:
+            kids: list[tuple[bytes, int, float, list[str], Snapshot]] = []
+            rams: set[bytes] = set()
+            for name in names:
+                sim.restore(state)
+                o = sim.step(name)
+                ram = sim.ram().tobytes()
+                rams.add(ram)
+                if o.bad:
+                    continue
+                e = ev + count(o.reward)
+                if goal is not None and e >= goal:
+                    return [*seq, name]
+                kids.append((ram, e, total + sim.counted(o.reward), [*seq, name], sim.clone()))
+            stuck2 = stuck + 1 if len(rams) == 1 and len(names) > 1 else 0
+            for ram, e, t, s, st in kids:
+                rank = (stuck2 < stuck_limit, e, t)
+                if ram in nxt and nxt[ram][0] >= rank:
+                    continue
+                nxt[ram] = (rank, rng.random(), stuck2, s, st)
+        if not nxt:
+            break
+        ranked = sorted(nxt.values(), key=lambda x: (x[0], -x[1]), reverse=True)
+        beam = [(rank, stuck, s, st) for rank, _, stuck, s, st in ranked[:width]]
+        top = ranked[0]
+        if (top[0][1], top[0][2]) > best[0]:
+            best = ((top[0][1], top[0][2]), top[3])
+    return best[1]
 
 
 def _probe_spread(sim: DecisionSim, probes: list[str], horizon: int) -> float | None:
@@ -623,6 +686,47 @@ def procgen_beam(
         found = scored_beam(
             env, width, max_decisions, seed, key=adapter.search_key, heuristic=adapter.heuristic
         )
+        return SearchResult(*found)
+    finally:
+        env.close()
+
+
+def procgen_judged_beam(
+    task: TaskSpec,
+    judge: Callable[[Any], tuple[Any, float]],
+    width: int = 32,
+    max_decisions: int | None = None,
+    seed: int = 0,
+) -> SearchResult:
+    """:func:`procgen_beam` with the search key and heuristic given by the caller.
+
+    ``judge(adapter)`` returns (search key, heuristic) of the adapter's current
+    state in one go (one parse of the serialised state). Use it when the game's
+    own :meth:`~vical.envs.procgen.ProcgenAdapter.search_key` merges states the
+    objective needs apart, e.g. a shot in flight against none.
+    """
+    from vical.envs.procgen import make_adapter
+
+    adapter = make_adapter(task, render=False)
+    env = VicalEnv(task, adapter)
+    memo: dict[str, tuple[Any, float]] = {}
+
+    def judged() -> tuple[Any, float]:
+        # scored_beam asks for the key and then the heuristic of the same state
+        if "now" not in memo:
+            memo["now"] = judge(adapter)
+        return memo["now"]
+
+    def key() -> Any:
+        memo.clear()
+        return judged()[0]
+
+    def heuristic() -> float:
+        return judged()[1]
+
+    try:
+        env.reset()
+        found = scored_beam(env, width, max_decisions, seed, key=key, heuristic=heuristic)
         return SearchResult(*found)
     finally:
         env.close()

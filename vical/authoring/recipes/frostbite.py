@@ -7,9 +7,11 @@ of the same hopper from each variant's own skip.
 
 from __future__ import annotations
 
+from typing import Any
+
 from vical.authoring.recipes._ale import chunk_recipe, weighted_policy
-from vical.authoring.search import prefix_streams
-from vical.envs.games.frostbite import Adapter
+from vical.authoring.search import live_beam_search, prefix_streams
+from vical.envs.games.frostbite import LANDING_MAX, Adapter
 from vical.spec import EnvSpec
 
 # human-init preload length (decisions) per variant
@@ -41,3 +43,16 @@ INIT_STRATEGY = (
     "deathless seeded hopping between floe rows (clone/restore rewinds whenever a life "
     "would be lost), a few decisions long so the player stands among moving floes"
 )
+
+
+def landings(reward: float) -> int:
+    """Floe rows reached in a decision's reward, as the task's adapter counts them."""
+    return 1 if 0 < reward <= LANDING_MAX else 0
+
+
+def floe_beam(sim: Any, n: int, seed: int = 0, width: int = 32) -> list[str]:
+    """Expert decisions: :func:`~vical.authoring.search.live_beam_search` over all actions
+    for the task's ``floes`` target of landings (states of a sinking player, who ignores
+    the input for about a dozen decisions before the life is lost, set aside)."""
+    goal = int(sim.task.target("floes"))
+    return live_beam_search(sim, n, width=width, seed=seed, events=landings, goal=goal)
