@@ -59,7 +59,7 @@ from minigrid.core.world_object import Ball, Box, Door, Goal, Key, Lava, Wall, W
 from minigrid.minigrid_env import MiniGridEnv
 
 from vical.envs import GAME_PACKAGE, game_module
-from vical.envs.core import Frame, Tick
+from vical.envs.core import Adapter, Frame, Tick
 from vical.envs.gymbase import GymAdapter
 from vical.envs.scoring import clamp, path_efficiency
 from vical.envs.states import Facts
@@ -614,6 +614,70 @@ def make_adapter(task: TaskSpec) -> MiniGridAdapter:
             f"vical/envs/games/{task.env.env}.py with an Adapter class (a MiniGridAdapter)"
         )
     return cls(task)
+
+
+# ---------------------------------------------------------------------------
+# The world-model track's frame reader (each game module exposes it as read_frame)
+# ---------------------------------------------------------------------------
+@cache
+def _tile_bank(tile: int) -> tuple[list[tuple[str, int | None]], npt.NDArray[np.int32]]:
+    """Labels and drawings of every tile: unseen, then each object without and with the agent."""
+    labels: list[tuple[str, int | None]] = [("unseen", None)]
+    tiles = [np.zeros((tile, tile, 3), dtype=np.uint8)]
+    for obj in drawable_objects():
+        for direction in (None, 0, 1, 2, 3):
+            if direction is not None and obj is not None and not obj.can_overlap():
+                continue
+            labels.append((object_name(obj), direction))
+            tiles.append(Grid.render_tile(obj, agent_dir=direction, highlight=True, tile_size=tile))
+    return labels, np.stack(tiles).astype(np.int32)
+
+
+def read_frame(renderer: Adapter, frame: Frame, hint: Facts) -> Facts | None:
+    """The facts an RGB ``frame`` shows (a true one or a model's prediction), or None.
+
+    ``renderer`` is a MiniGrid adapter of the same task (its tile size); ``hint``,
+    the context state's facts, gives the map's size and whether the frame has the
+    carried-object strip. Each map tile is matched to the nearest of the tiles the
+    renderer draws for every MiniGrid object of these games in every colour (with
+    or without the agent, in its four directions, or unseen), and the
+    carried-object slot likewise.
+    """
+    if not isinstance(renderer, MiniGridAdapter):
+        raise TypeError(f"{renderer.task.id}: its adapter is a {type(renderer).__name__}")
+    width = max(int(k.split()[1].split(",")[0]) for k in hint if k.startswith("cell ")) + 1
+    height = max(int(k.split()[1].split(",")[1]) for k in hint if k.startswith("cell ")) + 1
+    tile = int(renderer.tile)
+    strip = "carrying" in hint
+    want = (height * tile + (tile + 8 if strip else 0), width * tile, 3)
+    if frame.shape != want:
+        return None
+    objs = drawable_objects()
+    labels, bank = _tile_bank(tile)  # bank: (n, tile, tile, 3)
+    grid = frame[: height * tile].astype(np.int32)
+    cells = grid.reshape(height, tile, width, tile, 3).transpose(0, 2, 1, 3, 4)
+    d = ((cells[:, :, None] - bank[None, None]) ** 2).sum(axis=(3, 4, 5))  # (h, w, n)
+    best = d.argmin(axis=2)
+    facts: Facts = {}
+    agent: tuple[int, int, int] | None = None
+    cell_facts: Facts = {}
+    for j in range(height):
+        for i in range(width):
+            name, direction = labels[int(best[j, i])]
+            cell_facts[f"cell {i},{j}"] = name
+            if direction is not None and agent is None:
+                agent = (i, j, direction)
+    facts["agent x"] = None if agent is None else agent[0]
+    facts["agent y"] = None if agent is None else agent[1]
+    facts["agent dir"] = None if agent is None else agent[2]
+    if strip:
+        slot = frame[height * tile + 4 : height * tile + 4 + tile, 4 : 4 + tile].astype(np.int32)
+        carried = [o for o in objs if o is None or o.can_pickup()]
+        drawn = [Grid.render_tile(o, tile_size=tile).astype(np.int32) for o in carried]
+        k = int(np.argmin([((slot - t) ** 2).sum() for t in drawn]))
+        facts["carrying"] = "nothing" if carried[k] is None else object_name(carried[k])
+    facts.update(cell_facts)
+    return facts
 
 
 # ---------------------------------------------------------------------------

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
+from vical.envs import breakout as b
 from vical.envs import core
 from vical.envs.breakout import FIRE, NATIVE_NAMES, BreakoutGame
 from vical.envs.core import Frame, Tick
@@ -97,6 +101,54 @@ def breakout_facts(paddle_x: int, ball: tuple[int, int] | None, bricks: list[boo
     for i, alive in enumerate(bricks):
         facts[f"brick {i}"] = bool(alive)
     return facts
+
+
+def read_frame(renderer: core.Adapter, frame: Frame, hint: Facts) -> Facts | None:
+    """The facts an RGB ``frame`` shows (a true one or a model's prediction), or None.
+
+    ``renderer`` is a Breakout adapter of the same task (its bricks' spans);
+    ``hint``, the context state's facts, gives the number of bricks and the paddle
+    when the frame shows none. The paddle, ball and bricks are found by their
+    exact colours.
+    """
+    if frame.shape != (b.HEIGHT * b.SCALE, b.WIDTH * b.SCALE, 3):
+        return None
+    img = frame[:: b.SCALE, :: b.SCALE].astype(np.int32)
+
+    def near(color: tuple[int, int, int]) -> npt.NDArray[np.bool_]:
+        return np.asarray(np.abs(img - np.array(color)).sum(axis=2) <= 24, dtype=np.bool_)
+
+    paddle_rows = near(b.PADDLE_COLOR)[b.PADDLE_TOP : b.PADDLE_TOP + b.PADDLE_H]
+    cols = np.flatnonzero(paddle_rows.any(axis=0))
+    if cols.size == 0:
+        paddle_x = int(hint["paddle x"])
+    elif int(cols[-1]) - int(cols[0]) + 1 >= b.PADDLE_W:
+        paddle_x = int(cols[0])
+    else:
+        # the ball hides one end of the paddle: measure from the end that shows
+        left_hidden = bool(
+            near(b.BALL_COLOR)[b.PADDLE_TOP : b.PADDLE_TOP + b.PADDLE_H, : cols[0]].any()
+        )
+        paddle_x = int(cols[-1]) - b.PADDLE_W + 1 if left_hidden else int(cols[0])
+    ys, xs = np.nonzero(near(b.BALL_COLOR))
+    ball = None if ys.size == 0 else (int(xs.min()), int(ys.min()))
+    if ball is not None and xs.max() - xs.min() + 1 < b.BALL and xs.min() == 0:
+        ball = (int(xs.max()) - b.BALL + 1, ball[1])
+    if ball is not None and ys.max() - ys.min() + 1 < b.BALL and ys.min() == 0:
+        ball = (ball[0], int(ys.max()) - b.BALL + 1)
+    n = len([k for k in hint if k.startswith("brick ")])
+    if not isinstance(renderer, BreakoutAdapter):
+        raise TypeError(
+            f"{renderer.task.id}: its adapter is a {type(renderer).__name__}, not a BreakoutAdapter"
+        )
+    game = renderer.game
+    bricks = []
+    background = np.abs(img - np.array(b.BACKGROUND)).sum(axis=2) <= 24
+    for i in range(n):
+        lo, hi = game.brick_span(i)
+        region = background[b.BRICK_TOP : b.BRICK_BOTTOM, lo + (i > 0) : hi]
+        bricks.append(bool(region.mean() < 0.5))
+    return breakout_facts(paddle_x, ball, bricks)
 
 
 # the environment's adapter (vical.envs.make_adapter)

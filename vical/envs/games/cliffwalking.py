@@ -4,12 +4,15 @@ between start and goal is the cliff."""
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any, cast
 
+import numpy as np
 from gymnasium.envs.toy_text.cliffwalking import CliffWalkingEnv
 
-from vical.envs.core import Tick
+from vical.envs import core
+from vical.envs.core import Frame, Tick
 from vical.envs.gymbase import GymAdapter
 from vical.envs.scoring import path_efficiency
 from vical.envs.states import Facts, SimState, StateKindError
@@ -129,6 +132,39 @@ class CliffWalkingAdapter(GymAdapter):
             "fell": self.fell,
             "reached": self.reached,
         }
+
+
+# -- the world-model track's frame reader -----------------------------------------
+@cache
+def _drawings(renderer: CliffWalkingAdapter) -> Frame:
+    """The renderer's frame with the walker on each cell, in cell order."""
+    base = renderer.read_state()  # the walker keeps the renderer's facing in every drawing
+    out = []
+    for s in range(CLIFF_ROWS * CLIFF_COLS):
+        row, col = divmod(s, CLIFF_COLS)
+        renderer.set_state(replace(base, row=row, column=col))
+        out.append(np.asarray(renderer.frame()).copy())
+    return np.stack(out)
+
+
+def read_frame(renderer: core.Adapter, frame: Frame, hint: Facts) -> Facts | None:
+    """The facts an RGB ``frame`` shows (a true one or a model's prediction), or None.
+
+    ``renderer`` is a Cliff Walking adapter of the same task: the frame is compared
+    with its drawing of the walker on every cell (drawn once per renderer), and
+    the nearest drawing gives the walker's cell. ``hint`` is not needed.
+    """
+    if not isinstance(renderer, CliffWalkingAdapter):
+        raise TypeError(
+            f"{renderer.task.id}: its adapter is a {type(renderer).__name__}, "
+            "not a CliffWalkingAdapter"
+        )
+    drawings = _drawings(renderer)
+    if drawings.shape[1:] != frame.shape:
+        return None
+    d = ((drawings.astype(np.int32) - frame.astype(np.int32)) ** 2).sum(axis=(1, 2, 3))
+    row, col = divmod(int(np.argmin(d)), CLIFF_COLS)
+    return CliffState(row, col, None).facts()
 
 
 # the environment's adapter (vical.envs.make_adapter)

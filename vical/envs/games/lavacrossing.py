@@ -16,6 +16,7 @@ from minigrid.core.world_object import Lava
 from minigrid.envs.crossing import CrossingEnv
 
 from vical.envs.minigrid import SIM_MAX_STEPS, NavigationAdapter, register
+from vical.envs.minigrid import read_frame as read_frame  # the world-model track's frame reader
 
 SIM_ID = "CustomLavaCrossing-v0"
 

@@ -21,6 +21,7 @@ from typing import Any
 from minigrid.envs.multiroom import MultiRoomEnv
 
 from vical.envs.minigrid import SIM_MAX_STEPS, NavigationAdapter, register
+from vical.envs.minigrid import read_frame as read_frame  # the world-model track's frame reader
 
 SIM_ID = "CustomMultiRoom-v0"
 

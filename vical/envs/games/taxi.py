@@ -19,7 +19,8 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium.envs.toy_text.taxi import TaxiEnv
 
-from vical.envs.core import Tick
+from vical.envs import core
+from vical.envs.core import Frame, Tick
 from vical.envs.gymbase import GymAdapter
 from vical.envs.scoring import Milestones
 from vical.envs.states import Facts, SimState, StateKindError
@@ -266,6 +267,68 @@ class TaxiAdapter(GymAdapter):
             "optimal_steps": self.optimal,
             "moves": self.moves,
         }
+
+
+# -- the world-model track's frame reader -----------------------------------------
+def _dist(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> float:
+    return float(np.sum((a.astype(np.int32) - b.astype(np.int32)) ** 2))
+
+
+def _search(
+    draw: Callable[..., Frame], frame: Frame, start: list[int], domains: list[range]
+) -> list[int] | None:
+    """Coordinate search: change one variable at a time while the drawing gets closer."""
+    cur = list(start)
+    probe = draw(*cur)
+    if probe.shape != frame.shape:
+        return None
+    best = _dist(probe, frame)
+    improved = True
+    while improved and best > 0:
+        improved = False
+        for k, dom in enumerate(domains):
+            for v in dom:
+                if v == cur[k]:
+                    continue
+                cand = [*cur[:k], v, *cur[k + 1 :]]
+                dd = _dist(draw(*cand), frame)
+                if dd < best:
+                    best, cur, improved = dd, cand, True
+    return cur
+
+
+def read_frame(renderer: core.Adapter, frame: Frame, hint: Facts) -> Facts | None:
+    """The facts an RGB ``frame`` shows (a true one or a model's prediction), or None.
+
+    ``renderer`` is a Taxi adapter of the same task that draws the candidates (its
+    state is set to each); the search starts from ``hint``, the context state's
+    facts, and changes one variable at a time (taxi cell and heading, passenger,
+    destination) until no single change brings the drawing closer to the frame.
+    """
+    if not isinstance(renderer, TaxiAdapter):
+        raise TypeError(
+            f"{renderer.task.id}: its adapter is a {type(renderer).__name__}, not a TaxiAdapter"
+        )
+    stands = [*TAXI_STANDS, "in taxi"]
+    # the taxi's cell and heading form one variable (100 drawings): searched apart, a
+    # taxi drawn facing the wrong way can look closer in another cell than in its own
+    start = [
+        (int(hint["taxi row"]) * 5 + int(hint["taxi column"])) * 4
+        + TAXI_HEADINGS.index(hint["taxi faces"]),
+        stands.index(hint["passenger"]),
+        TAXI_STANDS.index(hint["destination"]),
+    ]
+
+    def draw(taxi: int, p: int, d: int) -> Frame:
+        cell, heading = divmod(taxi, 4)
+        renderer.set_state(TaxiState(cell // 5, cell % 5, p, d, heading))
+        return np.asarray(renderer.frame())
+
+    found = _search(draw, frame, start, [range(100), range(5), range(4)])
+    if found is None:
+        return None
+    cell, heading = divmod(found[0], 4)
+    return TaxiState(cell // 5, cell % 5, found[1], found[2], heading).facts()
 
 
 # the environment's adapter (vical.envs.make_adapter)

@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from vical.envs import tetris  # noqa: F401  (registers tetris_gymnasium/Tetris)
+from vical.envs import (
+    core,
+    tetris,  # noqa: F401  (registers tetris_gymnasium/Tetris)
+)
 from vical.envs.core import Frame, Tick
 from vical.envs.gymbase import GymAdapter
 from vical.envs.scoring import EventCounter
@@ -96,6 +99,27 @@ class TetrisAdapter(GymAdapter):
 def tetris_facts(ids: npt.NDArray[np.integer[Any]]) -> Facts:
     """One fact per row of a pixel-id grid: its ids as a string (``row 07``: ``"1002201"``)."""
     return {f"row {r:02d}": "".join(str(int(v)) for v in ids[r]) for r in range(ids.shape[0])}
+
+
+def read_frame(renderer: core.Adapter, frame: Frame, hint: Facts) -> Facts | None:
+    """The facts an RGB ``frame`` shows (a true one or a model's prediction), or None.
+
+    ``renderer`` is a Tetris adapter of the same task (its palette and cell size);
+    ``hint``, the context state's facts, gives the board's size. Each cell's
+    centre colour is matched to the nearest colour of the palette.
+    """
+    if not isinstance(renderer, TetrisAdapter):
+        raise TypeError(
+            f"{renderer.task.id}: its adapter is a {type(renderer).__name__}, not a TetrisAdapter"
+        )
+    palette, scale = renderer.palette(), renderer.cell_pixels
+    rows = len([k for k in hint if k.startswith("row ")])
+    cols = len(next(v for k, v in hint.items() if k.startswith("row ")))
+    if frame.shape != (rows * scale, cols * scale, 3):
+        return None
+    centres = frame[scale // 2 :: scale, scale // 2 :: scale].astype(np.int32)
+    d = ((centres[:, :, None, :] - palette[None, None]) ** 2).sum(axis=3)
+    return tetris_facts(d.argmin(axis=2))
 
 
 # the environment's adapter (vical.envs.make_adapter)

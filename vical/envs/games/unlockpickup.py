@@ -27,6 +27,7 @@ from vical.envs.minigrid import (
     picked_target,
     register,
 )
+from vical.envs.minigrid import read_frame as read_frame  # the world-model track's frame reader
 from vical.envs.scoring import Milestones
 
 SIM_ID = "CustomUnlockPickup-v0"
