@@ -69,3 +69,33 @@ def test_the_check_sees_per_game_code(tmp_path):
         "TaxiAdapter",
         "HEIST_KEY",
     }
+
+
+def _renamed(task_id: str, env: str):
+    from vical.spec import TaskSpec, get_task
+
+    task = get_task(task_id)
+    return TaskSpec(env=task.env.model_copy(update={"env": env}), variant=task.variant)
+
+
+@pytest.mark.parametrize("family", sorted(set(FAMILIES) - {"ale"}))
+def test_a_game_without_its_module_is_one_line_naming_the_file(family):
+    from vical.envs import make_adapter
+    from vical.spec import TaskSpecError, all_tasks
+
+    task = next(t for t in all_tasks() if t.env.family == family)
+    with pytest.raises(TaskSpecError) as e:
+        make_adapter(_renamed(task.id, "nosuchgame"))
+    msg = str(e.value)
+    assert "\n" not in msg and "add vical/envs/games/nosuchgame.py with an Adapter class" in msg
+
+
+def test_an_ale_game_without_its_module_gets_the_generic_adapter():
+    from vical.envs import make_adapter
+    from vical.envs.ale import ALEAdapter
+
+    adapter = make_adapter(_renamed("pong/serve", "nosuchgame"))
+    try:
+        assert type(adapter) is ALEAdapter
+    finally:
+        adapter.close()

@@ -255,9 +255,9 @@ def test_eval_ctrl_c_twice_leaves_no_half_written_episode(tmp_path, arrivals, ga
     assert _episodes(out)
 
 
-def test_baseline_random_stops_on_sigterm_and_resumes(tmp_path):
-    out = tmp_path / "random"
-    cmd = _vical("baseline", "random", "--tasks", MANY, "--runs", "2", "--out", str(out), "-j", "2")
+def _baseline_stops_and_resumes(cmd: list[str], out: Path, expected: set[str]) -> None:
+    """SIGTERM after the first episode: a clean stop, no report, fewer episodes than
+    ``expected``; the same command then completes exactly ``expected``."""
     rc, _, took, _, err = signalled(
         cmd, lambda p: bool(list(out.glob("episodes/*/eval_result.json"))), [(signal.SIGTERM, 0)]
     )
@@ -265,11 +265,17 @@ def test_baseline_random_stops_on_sigterm_and_resumes(tmp_path):
     time.sleep(0.3)
     _assert_nothing_partial(out)
     assert not (out / "report.json").exists()
-    expected = {episode_name(t.id, k) for t in select_tasks(MANY) for k in range(2)}
     assert _episodes(out) < expected
     done = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr
     assert _episodes(out) == expected
+
+
+def test_baseline_random_stops_on_sigterm_and_resumes(tmp_path):
+    out = tmp_path / "random"
+    cmd = _vical("baseline", "random", "--tasks", MANY, "--runs", "2", "--out", str(out), "-j", "2")
+    expected = {episode_name(t.id, k) for t in select_tasks(MANY) for k in range(2)}
+    _baseline_stops_and_resumes(cmd, out, expected)
 
 
 def test_baseline_expert_stops_on_sigterm_and_resumes(tmp_path):
@@ -296,18 +302,7 @@ def test_baseline_expert_stops_on_sigterm_and_resumes(tmp_path):
     cmd = _vical(
         "baseline", "expert", "--plans", str(plans), "--tasks", MANY, "--out", str(out), "-j", "2"
     )
-    rc, _, took, _, err = signalled(
-        cmd, lambda p: bool(list(out.glob("episodes/*/eval_result.json"))), [(signal.SIGTERM, 0)]
-    )
-    assert_stopped(rc, took, err)
-    time.sleep(0.3)
-    _assert_nothing_partial(out)
-    assert not (out / "report.json").exists()
-    expected = {episode_name(t, 0) for t in tasks}
-    assert _episodes(out) < expected
-    done = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr
-    assert _episodes(out) == expected
+    _baseline_stops_and_resumes(cmd, out, {episode_name(t, 0) for t in tasks})
 
 
 # ---------------------------------------------------------------- verify, leaderboard

@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vical.envs.core import Adapter, Frame
-from vical.spec import TaskSpec, TaskSpecError
+from vical.envs.core import Adapter, Frame, no_adapter
+from vical.spec import TaskSpec
 
 NOOP, FIRE, RIGHT, LEFT = 0, 1, 2, 3
 NATIVE_NAMES = {NOOP: "NOOP", FIRE: "Fire", RIGHT: "Right", LEFT: "Left"}
@@ -235,7 +235,4 @@ def scripted_opening(seed: int, columns: int, steps: int, aim: int = 0, wait: in
 
 def make_adapter(task: TaskSpec) -> Adapter:
     """Only reached for a CustomBreakout environment without a game module ``Adapter``."""
-    raise TaskSpecError(
-        f"{task.id}: CustomBreakout environment {task.env.env!r} has no adapter: "
-        f"add vical/envs/games/{task.env.env}.py with an Adapter class"
-    )
+    raise no_adapter(task, "CustomBreakout")

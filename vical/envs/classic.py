@@ -14,10 +14,10 @@ from typing import Any, ClassVar, cast
 import numpy as np
 
 from vical.envs import portable
-from vical.envs.core import Adapter
+from vical.envs.core import Adapter, no_adapter
 from vical.envs.gymbase import GymAdapter
 from vical.envs.states import Facts, fact_value
-from vical.spec import TaskSpec, TaskSpecError
+from vical.spec import TaskSpec
 
 # gymnasium's three classic-control simulators: their float math goes through
 # vical.envs.fpmath, the same bits on every CPU.
@@ -51,7 +51,4 @@ class ClassicAdapter(GymAdapter):
 
 def make_adapter(task: TaskSpec) -> Adapter:
     """Only reached for a Classic Control environment without a game module ``Adapter``."""
-    raise TaskSpecError(
-        f"{task.id}: Classic Control environment {task.env.env!r} has no adapter: "
-        f"add vical/envs/games/{task.env.env}.py with an Adapter class"
-    )
+    raise no_adapter(task, "Classic Control")

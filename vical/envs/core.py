@@ -53,7 +53,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vical.envs.states import Facts, NativeState, SimState, StateKindError, fact_value
-from vical.spec import TaskSpec
+from vical.spec import TaskSpec, TaskSpecError
 
 Frame = npt.NDArray[np.uint8]
 """An RGB frame: (height, width, 3) uint8."""
@@ -747,3 +747,13 @@ class VicalEnv:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def no_adapter(task: TaskSpec, family: str, base: str | None = None) -> TaskSpecError:
+    """The one-line error of a family asked for a game that has no game module ``Adapter``
+    (``base``: the class the family needs it to extend, named in the message)."""
+    what = f"an Adapter class ({base})" if base else "an Adapter class"
+    return TaskSpecError(
+        f"{task.id}: {family} environment {task.env.env!r} has no adapter: "
+        f"add vical/envs/games/{task.env.env}.py with {what}"
+    )

@@ -34,8 +34,8 @@ import numpy as np
 import pygame
 
 from vical.envs import portable
-from vical.envs.core import Adapter, Frame
-from vical.spec import TaskSpec, TaskSpecError
+from vical.envs.core import Adapter, Frame, no_adapter
+from vical.spec import TaskSpec
 
 # the simulator's float math (distances to the pipes) goes through
 # vical.envs.fpmath, the same bits on every CPU
@@ -62,7 +62,4 @@ def draw_frame(game: Any) -> Frame:
 
 def make_adapter(task: TaskSpec) -> Adapter:
     """Only reached for a Flappy Bird environment without a game module ``Adapter``."""
-    raise TaskSpecError(
-        f"{task.id}: Flappy Bird environment {task.env.env!r} has no adapter: "
-        f"add vical/envs/games/{task.env.env}.py with an Adapter class"
-    )
+    raise no_adapter(task, "Flappy Bird")

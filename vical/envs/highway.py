@@ -67,8 +67,8 @@ from highway_env.road.road import Road
 from highway_env.vehicle.objects import Landmark, RoadObject
 
 from vical.envs import portable
-from vical.envs.core import Adapter
-from vical.spec import TaskSpec, TaskSpecError
+from vical.envs.core import Adapter, no_adapter
+from vical.spec import TaskSpec
 
 # highway-env's modules that move, steer, collide, reward and draw the cars: their
 # float math goes through vical.envs.fpmath, the same bits on every CPU.
@@ -268,7 +268,4 @@ def highway_config(task: TaskSpec) -> dict[str, Any]:
 
 def make_adapter(task: TaskSpec) -> Adapter:
     """Only reached for a highway-env environment without a game module ``Adapter``."""
-    raise TaskSpecError(
-        f"{task.id}: highway-env environment {task.env.env!r} has no adapter: "
-        f"add vical/envs/games/{task.env.env}.py with an Adapter class"
-    )
+    raise no_adapter(task, "highway-env")

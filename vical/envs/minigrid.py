@@ -59,11 +59,11 @@ from minigrid.core.world_object import Ball, Box, Door, Goal, Key, Lava, Wall, W
 from minigrid.minigrid_env import MiniGridEnv
 
 from vical.envs import GAME_PACKAGE, game_module
-from vical.envs.core import Adapter, Frame, Tick
+from vical.envs.core import Adapter, Frame, Tick, no_adapter
 from vical.envs.gymbase import GymAdapter
 from vical.envs.scoring import clamp, path_efficiency
 from vical.envs.states import Facts
-from vical.spec import TaskSpec, TaskSpecError
+from vical.spec import TaskSpec
 
 # The simulator's own step limit is irrelevant: vical's max-steps cap ends the
 # episode (GymAdapter ignores truncation); a large limit keeps minigrid quiet.
@@ -609,10 +609,7 @@ def make_adapter(task: TaskSpec) -> MiniGridAdapter:
     game = game_module(task.env)
     cls = getattr(game, "Adapter", None)
     if not (isinstance(cls, type) and issubclass(cls, MiniGridAdapter)):
-        raise TaskSpecError(
-            f"MiniGrid environment {task.env.env!r}: no adapter; it needs "
-            f"vical/envs/games/{task.env.env}.py with an Adapter class (a MiniGridAdapter)"
-        )
+        raise no_adapter(task, "MiniGrid", "a MiniGridAdapter")
     return cls(task)
 
 

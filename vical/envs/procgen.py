@@ -38,9 +38,9 @@ import numpy as np
 import numpy.typing as npt
 
 from vical.envs import game_module
-from vical.envs.core import Adapter, Frame, Tick
+from vical.envs.core import Adapter, Frame, Tick, no_adapter
 from vical.envs.scoring import capped_ratio
-from vical.spec import TaskSpec, TaskSpecError
+from vical.spec import TaskSpec
 
 # Procgen's own native action indices (gym3 combos, in this order).
 NATIVE = {
@@ -409,8 +409,5 @@ def make_adapter(task: TaskSpec, render: bool = True) -> ProcgenAdapter:
     game = game_module(task.env)
     cls = getattr(game, "Adapter", None)
     if not (isinstance(cls, type) and issubclass(cls, ProcgenAdapter)):
-        raise TaskSpecError(
-            f"Procgen environment {task.env.env!r}: no adapter; it needs "
-            f"vical/envs/games/{task.env.env}.py with an Adapter class (a ProcgenAdapter)"
-        )
+        raise no_adapter(task, "Procgen", "a ProcgenAdapter")
     return cls(task, render=render)

@@ -22,13 +22,10 @@ from __future__ import annotations
 
 import tetris_gymnasium.envs  # noqa: F401  (registers tetris_gymnasium/Tetris)
 
-from vical.envs.core import Adapter
-from vical.spec import TaskSpec, TaskSpecError
+from vical.envs.core import Adapter, no_adapter
+from vical.spec import TaskSpec
 
 
 def make_adapter(task: TaskSpec) -> Adapter:
     """Only reached for a Tetris environment without a game module ``Adapter``."""
-    raise TaskSpecError(
-        f"{task.id}: Tetris environment {task.env.env!r} has no adapter: "
-        f"add vical/envs/games/{task.env.env}.py with an Adapter class"
-    )
+    raise no_adapter(task, "Tetris")

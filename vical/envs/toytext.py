@@ -8,13 +8,10 @@ Each game's adapter, state and scoring live in its game module,
 
 from __future__ import annotations
 
-from vical.envs.core import Adapter
-from vical.spec import TaskSpec, TaskSpecError
+from vical.envs.core import Adapter, no_adapter
+from vical.spec import TaskSpec
 
 
 def make_adapter(task: TaskSpec) -> Adapter:
     """Only reached for a Toy Text environment without a game module ``Adapter``."""
-    raise TaskSpecError(
-        f"{task.id}: Toy Text environment {task.env.env!r} has no adapter: "
-        f"add vical/envs/games/{task.env.env}.py with an Adapter class"
-    )
+    raise no_adapter(task, "Toy Text")
