@@ -87,6 +87,8 @@ def prefix_streams(
     lengths: dict[str, int],
     policy: Policy,
     seed: int,
+    viable: Callable[[DecisionSim], bool] | None = None,
+    attempts: int = 20,
 ) -> dict[str, list[str]]:
     """Human-init sequences as prefixes of a few long deathless plays.
 
@@ -94,6 +96,12 @@ def prefix_streams(
     one play of :func:`play_without_dying`, as long as the longest of them
     needs; each variant stores the first ``lengths[variant]`` decisions, so
     longer prefixes reach later stages of the game (progress bands).
+
+    ``viable(sim)``, when given, is asked at the end of each play (the state the
+    longest prefix leaves): a play it rejects (a death that shows only after the
+    play, such as Frostbite's sinking animation) is replaced by the play of the next
+    seed, up to ``attempts`` seeds. The first seed's play is the one kept whenever it
+    is viable, so a check added later changes only the sequences it rejects.
     """
     groups: dict[tuple[int, int, tuple[tuple[str, Any], ...]], list[TaskVariant]] = {}
     for v in human_init_variants(env_spec):
@@ -101,10 +109,22 @@ def prefix_streams(
         groups.setdefault(key, []).append(v)
     out: dict[str, list[str]] = {}
     for i, (_key, vs) in enumerate(groups.items()):
-        sim = DecisionSim(env_spec, vs[0], adapter_cls)
         n = max(lengths[v.variant] for v in vs)
-        stream = play_without_dying(sim, policy, n, seed=seed * 1000 + i)
-        sim.close()
+        for attempt in range(attempts):
+            sim = DecisionSim(env_spec, vs[0], adapter_cls)
+            try:
+                stream = play_without_dying(
+                    sim, policy, n, seed=seed * 1000 + i + 100_000 * attempt
+                )
+                ok = viable is None or viable(sim)
+            finally:
+                sim.close()
+            if ok:
+                break
+        else:
+            raise RuntimeError(
+                f"{env_spec.env}: no viable play of {n} decisions in {attempts} seeds"
+            )
         for v in vs:
             out[v.variant] = stream[: lengths[v.variant]]
     return out

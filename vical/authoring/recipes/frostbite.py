@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from vical.authoring.recipes._ale import chunk_recipe, weighted_policy
-from vical.authoring.search import live_beam_search, prefix_streams
+from vical.authoring.search import live_beam_search, play_without_dying, prefix_streams
+from vical.authoring.sim import DecisionSim
 from vical.envs.games.frostbite import LANDING_MAX, Adapter
 from vical.spec import EnvSpec
 
@@ -34,9 +35,28 @@ RECIPE = chunk_recipe(
 )
 
 
+# decisions a preload must leave survivable: the game ignores the joystick for about
+# 13 decisions while the player sinks, and only then takes the life
+SURVIVAL_MARGIN = 16
+
+
+def survivable(sim: DecisionSim, margin: int = SURVIVAL_MARGIN) -> bool:
+    """Whether some seeded hopping of ``margin`` decisions from here keeps the life
+    (the state is restored either way)."""
+    state = sim.clone()
+    try:
+        play_without_dying(sim, policy, margin, seed=0)
+        return True
+    except RuntimeError:
+        return False
+    finally:
+        sim.restore(state)
+
+
 def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
-    """Deterministic preloads: deathless seeded hopping from each variant's own skip."""
-    return prefix_streams(env_spec, Adapter, LENGTHS, policy, seed=11)
+    """Deterministic preloads: deathless seeded hopping from each variant's own skip,
+    never ending where the player is already sinking (:func:`survivable`)."""
+    return prefix_streams(env_spec, Adapter, LENGTHS, policy, seed=11, viable=survivable)
 
 
 INIT_STRATEGY = (
