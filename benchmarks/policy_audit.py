@@ -116,9 +116,10 @@ def play(task, pick: Callable, label: str, run: int = 0) -> Episode:
 
 def replay(task, actions: list[str], label: str) -> Episode:
     """Play a fixed action list; NOOP-fill after it if the episode is still running."""
+    from vical.agent.plans import fill_action
+
     acts = list(actions)
-    noop = task.env.noop if isinstance(task.env.noop, str) else None
-    fill = noop if noop in task.env.actions else next(iter(task.env.actions))
+    fill = fill_action(task)  # what the plan agent plays after a plan, too
 
     def pick(env, i: int) -> str:
         return acts[i] if i < len(acts) else fill
@@ -149,22 +150,19 @@ Candidate = tuple[str, Callable]  # (variant name, expert(task) -> ("actions"|"p
 
 
 def _later_candidates(env_key: str) -> list[Candidate]:
-    """Search variants tried after a recipe's own expert (other search, same game)."""
-    if env_key == "frostbite":
-        from vical.authoring.recipes._ale import ale_expert
-        from vical.authoring.recipes.frostbite import floe_beam
+    """Players tried after the recipe's own expert: the recipe module's ``EXTRA_EXPERTS``
+    (variant name, task -> actions), where it has them."""
+    import importlib
 
-        def floes(task):
-            return ("actions", ale_expert(task, floe_beam, task.max_steps).actions)
+    try:
+        mod = importlib.import_module(f"vical.authoring.recipes.{env_key}")
+    except ImportError:
+        return []
 
-        # life-safe beam for the landings target, sinking players set aside
-        return [("floe beam width 32", floes)]
-    if env_key == "bossfight":
-        from vical.authoring.recipes.bossfight import shooting_beam
+    def actions(fn: Callable) -> Callable:
+        return lambda task: ("actions", fn(task))
 
-        # the beam's key keeps a decision that fires apart from one that does not
-        return [("shooting beam width 32", lambda task: ("actions", shooting_beam(task)))]
-    return []
+    return [(name, actions(fn)) for name, fn in getattr(mod, "EXTRA_EXPERTS", [])]
 
 
 def expert_candidates(env_key: str) -> list[Candidate]:

@@ -1,6 +1,7 @@
 """MiniGrid-derived custom environments: what LavaCrossing, MultiRoom and UnlockPickup share.
 
-Each game has its game module ``vical/envs/games/<env>.py`` (:data:`GAMES`):
+Each game (an environment of the task data with ``family: minigrid``) has its game
+module ``vical/envs/games/<env>.py``:
 its simulator class on ``minigrid`` 3.2.0, registered with Gymnasium under its
 paper id (``CustomLavaCrossing-v0``, ``CustomMultiRoom-v0``,
 ``CustomUnlockPickup-v0``) when the module is imported, so researchers can
@@ -44,10 +45,10 @@ sequence (the tests' planner and the demo expert).
 
 from __future__ import annotations
 
-import importlib
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache
+from pathlib import Path
 from typing import Any, cast
 
 import gymnasium as gym
@@ -58,12 +59,12 @@ from minigrid.core.grid import Grid
 from minigrid.core.world_object import Ball, Box, Door, Goal, Key, Lava, Wall, WorldObj
 from minigrid.minigrid_env import MiniGridEnv
 
-from vical.envs import GAME_PACKAGE, game_module
+from vical.envs import find_module, game_module, game_packages
 from vical.envs.core import Adapter, Frame, Tick, no_adapter
 from vical.envs.gymbase import GymAdapter
 from vical.envs.scoring import clamp, path_efficiency
 from vical.envs.states import Facts
-from vical.spec import TaskSpec
+from vical.spec import TaskSpec, read_env_file, task_files
 
 # The simulator's own step limit is irrelevant: vical's max-steps cap ends the
 # episode (GymAdapter ignores truncation); a large limit keeps minigrid quiet.
@@ -78,9 +79,6 @@ HEADINGS = ("east", "south", "west", "north")
 # ---------------------------------------------------------------------------
 # Simulators: each game module registers its own
 # ---------------------------------------------------------------------------
-# the env keys of the family's games, each with its game module vical/envs/games/<env>.py
-GAMES = ("lavacrossing", "multiroom", "unlockpickup")
-
 # sim id -> simulator class, filled in by :func:`register` as game modules are imported
 _SIMULATORS: dict[str, type[MiniGridEnv]] = {}
 
@@ -92,15 +90,26 @@ def register(sim_id: str, simulator: type[MiniGridEnv]) -> None:
         gym.register(id=sim_id, entry_point=f"{simulator.__module__}:{simulator.__name__}")
 
 
+@cache
+def _game_keys(files: tuple[tuple[str, Path], ...]) -> tuple[str, ...]:
+    """The env keys whose task file names this family (the files read raw: the task-file
+    checks ask for :data:`SIM_IDS` while files load)."""
+    return tuple(key for key, path in files if read_env_file(path).get("family") == "minigrid")
+
+
 def register_envs() -> None:
-    """Import the game modules of :data:`GAMES`, which register their simulators (idempotent)."""
-    for env in GAMES:
-        importlib.import_module(f"{GAME_PACKAGE}.{env}")
+    """Import the game module of every MiniGrid environment of the task data (built in or
+    added by ``$VICAL_TASKS_DIR``, found as :func:`vical.envs.game_module` finds it); each
+    registers its simulator (idempotent)."""
+    for key in _game_keys(tuple(task_files().items())):
+        for package in game_packages():
+            if find_module(f"{package}.{key}") is not None:
+                break
 
 
 class _SimIds(Mapping[str, type[MiniGridEnv]]):
-    """sim id -> simulator class of every registered game; the first use imports the
-    game modules of :data:`GAMES` (they import this module, so it cannot import them)."""
+    """sim id -> simulator class of every registered game; a use imports the family's
+    game modules (they import this module, so it cannot import them at import time)."""
 
     def _all(self) -> dict[str, type[MiniGridEnv]]:
         register_envs()

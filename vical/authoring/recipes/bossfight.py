@@ -8,6 +8,7 @@ two hits are chosen, and destroying such a boss is a Victory under either target
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -81,3 +82,10 @@ def shot_judge(adapter: Any) -> tuple[Any, float]:
 def shooting_beam(task: TaskSpec, width: int = 32, seed: int = 0) -> list[str]:
     """Expert actions: :func:`~vical.authoring.search.procgen_judged_beam` with :func:`shot_judge`."""
     return procgen_judged_beam(task, shot_judge, width=width, seed=seed).actions
+
+
+# experts tried after the recipe's own (benchmarks/policy_audit.py): (variant, task -> actions);
+# the beam's key keeps a decision that fires apart from one that does not
+EXTRA_EXPERTS: list[tuple[str, Callable[[TaskSpec], list[str]]]] = [
+    ("shooting beam width 32", shooting_beam),
+]

@@ -7,13 +7,14 @@ of the same hopper from each variant's own skip.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from vical.authoring.recipes._ale import chunk_recipe, weighted_policy
 from vical.authoring.search import live_beam_search, play_without_dying, prefix_streams
 from vical.authoring.sim import DecisionSim
 from vical.envs.games.frostbite import LANDING_MAX, Adapter
-from vical.spec import EnvSpec
+from vical.spec import EnvSpec, TaskSpec
 
 # human-init preload length (decisions) per variant
 LENGTHS: dict[str, int] = {"floes-a": 5, "floes-b": 8}  # floes-c replays Figure 5
@@ -76,3 +77,15 @@ def floe_beam(sim: Any, n: int, seed: int = 0, width: int = 32) -> list[str]:
     the input for about a dozen decisions before the life is lost, set aside)."""
     goal = int(sim.task.target("floes"))
     return live_beam_search(sim, n, width=width, seed=seed, events=landings, goal=goal)
+
+
+def _floe_expert(task: TaskSpec) -> list[str]:
+    from vical.authoring.recipes._ale import ale_expert
+
+    return ale_expert(task, floe_beam, task.max_steps).actions
+
+
+# experts tried after the recipe's own (benchmarks/policy_audit.py): (variant, task -> actions)
+EXTRA_EXPERTS: list[tuple[str, Callable[[TaskSpec], list[str]]]] = [
+    ("floe beam width 32", _floe_expert),  # life-safe beam for the landings target
+]
