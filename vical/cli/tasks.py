@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from vical.cli._common import console, envs, fail, say, select
+from vical.cli._common import console, envs, fail, interrupted, say, select
 from vical.paper import ENVS
 
 if TYPE_CHECKING:
@@ -91,6 +91,85 @@ def tasks_check(
         sys.stderr.write(f"{len(report.problems)} problem(s) in {counts}\n")
         raise typer.Exit(1)
     sys.stderr.write(f"no problems in {counts}\n")
+
+
+@tasks_app.command("screen")
+def tasks_screen(
+    pattern: str = typer.Option(
+        None, "--tasks", "-t", help="Comma-separated id globs, e.g. 'pong,taxi/*' (all if omitted)."
+    ),
+    workers: int = typer.Option(2, "--workers", "-j", min=1, help="Worker processes."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document (every task)."),
+    plans: Path = typer.Option(
+        None, "--plans", help="Expert plan file to compare with (default: the packaged plans)."
+    ),
+    show_all: bool = typer.Option(False, "--all", help="List every task, not only flagged ones."),
+) -> None:
+    """Play policies that never look at the screen on each task: exit 1 if one wins.
+
+    The battery: every constant action, three seeded random runs, short action
+    cycles (period 2-4) and sticky random play. A task fails when any of them
+    passes it, or when the best of them scores within 10 points of the expert's
+    replayed plan, unless the task file records a reflex_exception quoting the
+    paper's rule that admits it (listed as EXCEPTION with its quote).
+    """
+    from vical.run.pool import Interrupted
+    from vical.run.screen import MARGIN, run_screen, summary
+
+    tasks = select(pattern)
+    if plans is not None and not plans.is_file():
+        fail(f"--plans {plans}: no such file; omit --plans to use the packaged expert plans")
+    done = [0]
+
+    def progress(ts: Any) -> None:
+        done[0] += 1
+        if not as_json and sys.stderr.isatty():
+            sys.stderr.write(f"\rscreened {done[0]}/{len(tasks)} tasks ")
+            sys.stderr.flush()
+
+    try:
+        results, note = run_screen(tasks, workers=workers, plans_path=plans, on_task=progress)
+    except (Interrupted, KeyboardInterrupt):
+        interrupted(
+            f"the screen stopped after {done[0]} of {len(tasks)} tasks; nothing was written"
+        )
+    if not as_json and sys.stderr.isatty():
+        sys.stderr.write("\r" + " " * 40 + "\r")
+    counts = summary(results)
+    if as_json:
+        doc = {
+            "margin": MARGIN,
+            "note": note,
+            "counts": counts,
+            "tasks": [r.to_json() for r in results],
+        }
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+    else:
+        for r in results:
+            if r.status == "ok" and not show_all:
+                continue
+            expert = "-" if r.expert_score is None else f"{r.expert_score:.1f}"
+            head = (
+                f"{r.status.upper():9} {r.task}  reflex {r.best_reflex_score:.1f} "
+                f"({r.best_reflex})  expert {expert}"
+            )
+            say(head)
+            for line in r.failures:
+                say(f"          {line}")
+            if r.exception is not None and r.excused:
+                say(
+                    f"          excused: {', '.join(r.excused[:4])}"
+                    + (f" (+{len(r.excused) - 4})" if len(r.excused) > 4 else "")
+                )
+                say(f'          {r.exception["where"]}: "{r.exception["quote"]}"')
+        if note:
+            say(f"note: {note}")
+        say(
+            f"{len(results)} task(s): {counts['ok']} ok, {counts['exception']} recorded "
+            f"exception(s), {counts['fail']} failing"
+        )
+    if counts["fail"]:
+        raise typer.Exit(1)
 
 
 @tasks_app.command("show")

@@ -137,6 +137,34 @@ class DemoClip(_Strict):
     source: str = Field(description="how the clip was produced (expert tool and settings)")
 
 
+class ReflexException(_Strict):
+    """A recorded exception to the reflex screen (``vical tasks screen``).
+
+    The paper's own rule for the task lets a policy that never looks at the screen
+    pass (Freeway's crossing is holding Up). The exception names the policies it
+    excuses (globs over the screen's policy names, e.g. ``const:Up``, ``cycle:*``),
+    the paper's words that state the rule and where they stand; the screen reports
+    the task with them instead of failing it, and fails an exception that excuses
+    nothing any more (claimed but absent).
+    """
+
+    policies: list[str] = Field(min_length=1, description="screen policy names or globs")
+    where: str = Field(description="'paper: <table/section>' where the quoted rule stands")
+    quote: str = Field(min_length=10, description="the paper's words that state the rule")
+    why: str = Field(min_length=10, description="why the rule admits a reflex pass here")
+
+    @field_validator("where")
+    @classmethod
+    def _where_is_paper(cls, v: str) -> str:
+        head, sep, rest = v.partition(":")
+        if head != "paper" or not sep or len(rest.strip()) < 3:
+            raise ValueError(
+                f"reflex_exception.where {v!r} must read 'paper: <table or section>': "
+                "only a rule the paper states can excuse a reflex pass"
+            )
+        return v
+
+
 class TaskVariant(_WithParams):
     """One task: a start state on an environment, with per-task overrides."""
 
@@ -154,6 +182,11 @@ class TaskVariant(_WithParams):
     targets: dict[str, Target] = Field(default_factory=dict)
     env_kwargs: dict[str, Any] = Field(default_factory=dict)
     demos: list[DemoClip] = Field(default_factory=list)
+    reflex_exception: ReflexException | None = Field(
+        default=None,
+        description="a paper rule that lets a screen-blind policy pass this task "
+        "(reported by `vical tasks screen`)",
+    )
 
     @field_validator("init_source")
     @classmethod
