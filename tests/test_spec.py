@@ -376,3 +376,108 @@ def test_a_bad_demo_quota_names_file_and_field(tmp_path, quota, needle):
     p = _copy(tmp_path, "taxi", lambda d: d.__setitem__("demo_quota", quota))
     msg = _load_error(p)
     assert msg.startswith(f"{p}: ") and needle in msg
+
+
+# -- provenance: where start sequences and demo clips come from --------------------
+CONSENT = "I agree that this recording is published with the benchmark under CC-BY-4.0."
+HUMAN = f"human: Ada Lovelace, 2026-12-03, recorded with vical play; consent: {CONSENT}"
+
+
+def test_every_task_file_has_a_known_origin_for_its_starts_and_clips():
+    from vical.spec import CLIP_ORIGINS, INIT_ORIGINS
+
+    for spec in LOADED.values():
+        for t in spec.tasks:
+            assert (t.init_origin is None) == (not t.init_actions), t.variant
+            if t.init_actions:
+                assert t.init_origin in INIT_ORIGINS
+            for clip in t.demos:
+                assert clip.origin in CLIP_ORIGINS, (spec.env, clip.id)
+
+
+def test_source_origin_reads_the_prefix():
+    from vical.spec import source_origin
+
+    assert source_origin("paper: Figure 5 (a)") == "paper"
+    assert source_origin("generated: vical.authoring.recipes.alien seeded drive") == "generated"
+    assert source_origin(HUMAN) == "human"
+    assert source_origin("search expert: beam search, width 8") == "search"
+    assert source_origin("scripted failure: NOOP held") == "scripted"
+    assert source_origin("scripted controller vical.demos.experts.cartpole_policy") == "scripted"
+    assert source_origin("failure clip: seeded random play") == "scripted"
+    with pytest.raises(ValueError, match="names no known origin"):
+        source_origin("recorded by a friend")
+
+
+def test_origin_counts_of_the_task_data():
+    """Figure 5's three start sequences are the paper's, every other one is generated;
+    every distinct clip (counted once per environment) is a search or scripted player's."""
+    from vical.spec import all_tasks, origin_counts
+
+    tasks = all_tasks()
+    counts = origin_counts(tasks)
+    with_init = [t for t in tasks if t.variant.init_actions]
+    paper = sorted(t.id for t in with_init if t.variant.init_source.startswith("paper:"))
+    assert paper == ["asterix/lanes", "frostbite/floes-c", "seaquest/dive-230"]
+    assert counts["starts"] == {"paper": 3, "generated": len(with_init) - 3, "human": 0}
+    distinct = {(t.env.env, c.id) for t in tasks for c in t.variant.demos}
+    assert sum(counts["clips"].values()) == len(distinct)
+    assert counts["clips"]["human"] == 0 and min(counts["clips"].values()) == 0
+    assert counts["clips"]["search"] > 0 and counts["clips"]["scripted"] > 0
+    # a subset counts only its own tasks and clips
+    taxi = [t for t in tasks if t.env.env == "taxi"]
+    assert origin_counts(taxi) == {
+        "starts": {"paper": 0, "generated": 0, "human": 0},
+        "clips": {"search": 0, "scripted": 3, "human": 0},
+    }
+
+
+def test_human_start_sequence_with_consent_loads(tmp_path):
+    def human(d):
+        d["tasks"][1]["init_actions"] = ["Down", "Down"]
+        d["tasks"][1]["init_source"] = HUMAN
+        d["tasks"][1]["demos"][0]["source"] = HUMAN
+
+    spec = load_env_file(_write(tmp_path, human))
+    assert spec.tasks[1].init_origin == "human"
+    assert spec.tasks[1].demos[0].origin == "human"
+    assert spec.tasks[0].init_origin is None
+
+
+@pytest.mark.parametrize(
+    "where, text, needle",
+    [
+        ("init", "human: Ada, 2026-12-03, recorded with vical play", "does not read the form"),
+        ("init", "human: Ada, 2026-12-03, recorded with vical play; consent:  ", "empty consent"),
+        ("clip", "human: Ada, 2026-12-03, recorded with vical play; consent:", "empty consent"),
+        ("clip", "human: Ada, 2026-02-30, recorded with vical play; consent: yes", "calendar"),
+        ("clip", "recorded by a friend on a phone", "names no known origin"),
+        ("clip", "paper: Figure 5", "has origin 'paper'"),
+        ("init", "search expert: beam search", "must start with 'paper:"),
+    ],
+)
+def test_a_source_without_a_known_form_or_consent_is_refused(tmp_path, where, text, needle):
+    def bad(d):
+        if where == "init":
+            d["tasks"][1]["init_actions"] = ["Down"]
+            d["tasks"][1]["init_source"] = text
+        else:
+            d["tasks"][1]["demos"][0]["source"] = text
+
+    p = _write(tmp_path, bad)
+    msg = _load_error(p)
+    assert str(p) in msg and "taxi/state2" in msg and needle in msg, msg
+
+
+def test_human_source_builds_the_agreed_form():
+    import datetime
+
+    from vical.spec import human_source, parse_human_source
+
+    text = human_source("Ada Lovelace", datetime.date(2026, 12, 3), CONSENT)
+    assert text == HUMAN
+    assert parse_human_source(text) == ("Ada Lovelace", datetime.date(2026, 12, 3), CONSENT)
+    with pytest.raises(ValueError, match="may not hold"):
+        human_source("Lovelace, Ada", "2026-12-03", CONSENT)
+    with pytest.raises(ValueError, match="empty consent"):
+        human_source("Ada", "2026-12-03", "   ")

@@ -28,8 +28,12 @@ from pydantic_core import ErrorDetails
 from vical.errors import TaskSpecError
 from vical.spec.checks import check_env
 from vical.spec.models import (
+    CLIP_ORIGINS,
     ENV_TYPES,
+    HUMAN_FORM,
+    INIT_ORIGINS,
     LOSS_SCOPES,
+    ORIGINS,
     OUTCOMES,
     DemoClip,
     DemoQuota,
@@ -44,7 +48,11 @@ from vical.spec.models import (
     TaskSpec,
     TaskVariant,
     check_provenance,
+    human_source,
     numeric_keys,
+    origin_counts,
+    parse_human_source,
+    source_origin,
 )
 
 # Where task files come from. The package ships one file per environment in
@@ -257,8 +265,12 @@ def tasks_digest(tasks_dir: TaskDirs = TASK_DIRS) -> str:
 
 __all__ = [
     "BUILTIN_TASKS_DIR",
+    "CLIP_ORIGINS",
     "ENV_TYPES",
+    "HUMAN_FORM",
+    "INIT_ORIGINS",
     "LOSS_SCOPES",
+    "ORIGINS",
     "OUTCOMES",
     "TASKS_DIR",
     "TASK_DIRS",
@@ -280,11 +292,15 @@ __all__ = [
     "check_provenance",
     "env_file",
     "get_task",
+    "human_source",
     "load_env_file",
     "load_envs",
     "numeric_keys",
+    "origin_counts",
+    "parse_human_source",
     "read_env_file",
     "select_tasks",
+    "source_origin",
     "task_files",
     "tasks_digest",
 ]

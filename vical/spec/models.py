@@ -8,7 +8,11 @@ know nothing of files, folders or simulators (:mod:`vical.spec` loads the files,
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import datetime
+import re
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -125,8 +129,111 @@ class Rules(_Strict):
     detailed: str = Field(min_length=40)
 
 
+# ---------------------------------------------------------------------------
+# Where a start sequence or a demo clip comes from (its origin)
+# ---------------------------------------------------------------------------
+Origin = Literal["paper", "generated", "search", "scripted", "human"]
+ORIGINS: tuple[str, ...] = ("paper", "generated", "search", "scripted", "human")
+# a start sequence (TaskVariant.init_source) and a demo clip (DemoClip.source)
+INIT_ORIGINS: tuple[str, ...] = ("paper", "generated", "human")
+CLIP_ORIGINS: tuple[str, ...] = ("search", "scripted", "human")
+# how a source text starts -> its origin; "failure clip" is seeded random play by a program
+_ORIGIN_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("paper:", "paper"),
+    ("generated:", "generated"),
+    ("human:", "human"),
+    ("search expert", "search"),
+    ("scripted", "scripted"),
+    ("failure clip", "scripted"),
+)
+HUMAN_FORM = "human: <player>, <YYYY-MM-DD>, recorded with vical play; consent: <consent line>"
+_HUMAN = re.compile(
+    r"human:\s*(?P<player>[^,;\n]*?)\s*,\s*(?P<date>\d{4}-\d{2}-\d{2})\s*,\s*"
+    r"recorded with vical play\s*;\s*consent:\s*(?P<consent>.*?)\s*",
+    re.DOTALL,
+)
+
+
+class HumanSource(NamedTuple):
+    """The parts of a ``human:`` source: who played, when, and their consent line."""
+
+    player: str
+    date: datetime.date
+    consent: str
+
+
+def source_origin(text: str) -> str:
+    """The origin a start-sequence or demo-clip source text states, from its prefix.
+
+    ``paper`` (``paper: <figure>``, stated by the paper), ``generated``
+    (``generated: <recipe>``, made by an authoring recipe), ``search`` (``search
+    expert ...``), ``scripted`` (``scripted ...`` or ``failure clip ...``: a fixed
+    program, seeded random failure play included) or ``human`` (``human: <player>,
+    <date>, recorded with vical play; consent: <line>``). Raises ValueError for a text
+    with none of these prefixes.
+    """
+    head = text.lstrip()
+    for prefix, origin in _ORIGIN_PREFIXES:
+        if head.startswith(prefix):
+            return origin
+    raise ValueError(
+        f"source {text[:40]!r} names no known origin; start it with 'paper:', 'generated:', "
+        f"'search expert', 'scripted', 'failure clip' or '{HUMAN_FORM}'"
+    )
+
+
+def parse_human_source(text: str) -> HumanSource:
+    """The player, date and consent line of a ``human:`` source; ValueError if malformed."""
+    m = _HUMAN.fullmatch(text.strip())
+    problem = None
+    if m is None:
+        problem = "does not read"
+    elif not m["player"]:
+        problem = "names no player in"
+    elif not m["consent"]:
+        problem = "has an empty consent line in"
+    if m is None or problem is not None:
+        raise ValueError(
+            f"human source {text[:60]!r} {problem} the form '{HUMAN_FORM}' "
+            "(the consent line is required: what the player agreed to)"
+        )
+    try:
+        day = datetime.date.fromisoformat(m["date"])
+    except ValueError:
+        raise ValueError(
+            f"human source {text[:60]!r}: {m['date']!r} is not a calendar date (YYYY-MM-DD)"
+        ) from None
+    return HumanSource(m["player"], day, " ".join(m["consent"].split()))
+
+
+def human_source(player: str, date: datetime.date | str, consent: str) -> str:
+    """The ``human:`` source text for a recording (checked by :func:`parse_human_source`)."""
+    if any(c in player for c in ",;\n"):
+        raise ValueError(f"player name {player!r} may not hold ',', ';' or a line break")
+    day = date.isoformat() if isinstance(date, datetime.date) else date
+    text = f"human: {player.strip()}, {day}, recorded with vical play; consent: {consent.strip()}"
+    parse_human_source(text)
+    return text
+
+
+def _check_source(v: str, allowed: tuple[str, ...], field: str) -> str:
+    origin = source_origin(v)
+    if origin not in allowed:
+        raise ValueError(
+            f"{field} {v[:40]!r}... has origin {origin!r}; a {field} is one of {', '.join(allowed)}"
+        )
+    if origin == "human":
+        parse_human_source(v)
+    return v
+
+
 class DemoClip(_Strict):
-    """A demonstration clip as data: a start state, actions and a terminal label."""
+    """A demonstration clip as data: a start state, actions and a terminal label.
+
+    ``source`` says who played it: ``search expert ...``, ``scripted ...`` or
+    ``failure clip ...`` (programs) or ``human: <player>, <date>, recorded with vical
+    play; consent: <line>`` (a person); :attr:`origin` is that as one word.
+    """
 
     id: str
     seed: int | None = None
@@ -134,7 +241,20 @@ class DemoClip(_Strict):
     init_actions: list[str] = Field(default_factory=list)
     actions: list[str] = Field(min_length=1)
     label: Outcome
-    source: str = Field(description="how the clip was produced (expert tool and settings)")
+    source: str = Field(
+        description="how the clip was produced: 'search expert ...', 'scripted ...', "
+        f"'failure clip ...' (programs, with tool and settings) or '{HUMAN_FORM}'"
+    )
+
+    @field_validator("source")
+    @classmethod
+    def _source_form(cls, v: str) -> str:
+        return _check_source(v, CLIP_ORIGINS, "demo clip source")
+
+    @property
+    def origin(self) -> str:
+        """``search``, ``scripted`` or ``human`` (:func:`source_origin`)."""
+        return source_origin(self.source)
 
 
 class ReflexException(_Strict):
@@ -175,8 +295,8 @@ class TaskVariant(_WithParams):
     init_actions: list[str] = Field(default_factory=list)
     init_source: str | None = Field(
         default=None,
-        description="where the human-init sequence comes from: 'paper: <figure/section>' "
-        "or 'generated: <how>'",
+        description="where the start sequence comes from: 'paper: <figure/section>', "
+        f"'generated: <recipe>' or '{HUMAN_FORM}'",
     )
     max_steps: int | None = Field(default=None, gt=0)
     targets: dict[str, Target] = Field(default_factory=dict)
@@ -191,12 +311,22 @@ class TaskVariant(_WithParams):
     @field_validator("init_source")
     @classmethod
     def _init_source_form(cls, v: str | None) -> str | None:
-        if v is not None and not v.startswith(("paper:", "generated:")):
+        if v is None:
+            return v
+        head = v.lstrip()
+        if not head.startswith(("paper:", "generated:", "human:")):
             raise ValueError(
                 f"init_source {v[:40]!r}... must start with 'paper: <where the paper states "
-                "the sequence>' or 'generated: <how it was produced>'"
+                f"the sequence>', 'generated: <how it was produced>' or '{HUMAN_FORM}'"
             )
-        return v
+        return _check_source(v, INIT_ORIGINS, "init_source")
+
+    @property
+    def init_origin(self) -> str | None:
+        """``paper``, ``generated`` or ``human``; None when the task has no start sequence."""
+        if not self.init_actions or self.init_source is None:
+            return None
+        return source_origin(self.init_source)
 
     @model_validator(mode="after")
     def _init_source_required(self) -> TaskVariant:
@@ -384,3 +514,23 @@ class TaskSpec(BaseModel):
     @property
     def action_names(self) -> list[str]:
         return list(self.env.actions)
+
+
+def origin_counts(tasks: Iterable[TaskSpec]) -> dict[str, dict[str, int]]:
+    """How many of the tasks' start sequences and distinct demo clips have each origin.
+
+    ``{"starts": {"paper": n, "generated": n, "human": n}, "clips": {"search": n,
+    "scripted": n, "human": n}}``. A task without a start sequence counts in no start
+    origin; a clip shown with several tasks of its environment (the same id) counts once.
+    """
+    starts: Counter[str] = Counter({o: 0 for o in INIT_ORIGINS})
+    clips: dict[tuple[str, str], str] = {}
+    for t in tasks:
+        if t.variant.init_origin is not None:
+            starts[t.variant.init_origin] += 1
+        for clip in t.variant.demos:
+            clips.setdefault((t.env.env, clip.id), clip.origin)
+    return {
+        "starts": dict(starts),
+        "clips": {o: sum(v == o for v in clips.values()) for o in CLIP_ORIGINS},
+    }
