@@ -107,11 +107,12 @@ def tasks_screen(
 ) -> None:
     """Play policies that never look at the screen on each task: exit 1 if one wins.
 
-    The battery: every constant action, three seeded random runs, short action
-    cycles (period 2-4) and sticky random play. A task fails when any of them
-    passes it, or when the best of them scores within 10 points of the expert's
-    replayed plan, unless the task file records a reflex_exception quoting the
-    paper's rule that admits it (listed as EXCEPTION with its quote).
+    The battery: every constant action, short action cycles (period 2-4), three
+    seeded random runs and sticky random play. A task fails when a constant or a
+    cycle passes it, when random play passes most of its episodes, or when the best
+    constant or cycle (or random play on average) scores within 10 points of the
+    expert's replayed plan, unless the task file records a reflex_exception quoting
+    the paper's rule that admits it (listed as EXCEPTION with its quote).
     """
     from vical.run.pool import Interrupted
     from vical.run.screen import MARGIN, run_screen, summary
