@@ -48,7 +48,7 @@ def test_family_packages(env):
 
 
 def _clip(cid: str, n: int) -> DemoClip:
-    return DemoClip(id=cid, actions=["Up"] * n, label="Victory", source="test")
+    return DemoClip(id=cid, actions=["Up"] * n, label="Victory", source="scripted test clip")
 
 
 def test_assign_pools_budgets():

@@ -97,7 +97,9 @@ def test_clip_label_is_checked():
 
 def test_package_rule_rejects_opening_start():
     task = get_task("cliffwalking/base")
-    at_opening = DemoClip(id="x", actions=["Up"] * 12, label="Time Out", source="test")
+    at_opening = DemoClip(
+        id="x", actions=["Up"] * 12, label="Time Out", source="scripted test clip"
+    )
     with pytest.raises(ValueError, match="opening"):
         check_package(task, [at_opening])
 

@@ -14,7 +14,7 @@ from vical.spec import TASKS_DIR, DemoClip, get_task, load_env_file
 
 
 def _clip_start(task_id, **kw):
-    return ClipPlan("probe", bfs_expert, "test", **kw).task(get_task(task_id))
+    return ClipPlan("probe", bfs_expert, "search expert: test probe", **kw).task(get_task(task_id))
 
 
 @pytest.mark.parametrize("task_id", ["taxi/state1", "cartpole/seed41", "mountaincar/valley"])
@@ -60,7 +60,12 @@ def test_write_demos_round_trips(tmp_path):
     shutil.copy(TASKS_DIR / "cliffwalking.yaml", tmp_path / "cliffwalking.yaml")
     spec = load_env_file(tmp_path / "cliffwalking.yaml")
     clip = DemoClip(
-        id="c1", seed=43, init_actions=["Up"], actions=["Right"], label="Time Out", source="t"
+        id="c1",
+        seed=43,
+        init_actions=["Up"],
+        actions=["Right"],
+        label="Time Out",
+        source="scripted test clip",
     )
     demos = {v.variant: [clip] for v in spec.tasks}
     write_demos("cliffwalking", demos, tasks_dir=tmp_path)

@@ -60,7 +60,12 @@ def _shifted_starts(spec: EnvSpec, n: int, taken: set[str]) -> list[tuple[int, i
     out, seen = [], set(taken)
     for seed, skip in candidates:
         probe = DemoClip(
-            id="probe", seed=seed, initial_skip=skip, actions=["-"], label="Victory", source="-"
+            id="probe",
+            seed=seed,
+            initial_skip=skip,
+            actions=["-"],
+            label="Victory",
+            source="scripted probe (never stored)",
         )
         try:
             h = task_start_sha256(clip_task(base, probe))

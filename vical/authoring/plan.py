@@ -103,7 +103,7 @@ def start_hash(
         init_actions=init,
         actions=["-"],
         label="Victory",
-        source="-",
+        source="scripted probe (never stored)",
     )
     try:
         return task_start_sha256(clip_task(variant_task(spec, on), probe))

@@ -111,7 +111,7 @@ def _start_task(
         init_actions=init,
         actions=["NOOP"],
         label="Victory",
-        source="-",
+        source="scripted probe (never stored)",
     )
     t = clip_task(base, probe)
     return TaskSpec(env=spec, variant=t.variant.model_copy(update={"max_steps": horizon}))

@@ -123,7 +123,12 @@ def label_groups(spec: EnvSpec, targets: bool = True) -> list[list[str]]:
 
 def _probe(cid: str, seed: int, init: list[str], actions: list[str]) -> DemoClip:
     return DemoClip(
-        id=cid, seed=seed, init_actions=init, actions=actions or ["-"], label="Victory", source="-"
+        id=cid,
+        seed=seed,
+        init_actions=init,
+        actions=actions or ["-"],
+        label="Victory",
+        source="scripted probe (never stored)",
     )
 
 
