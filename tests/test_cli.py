@@ -55,12 +55,12 @@ def test_tasks_show_prints_where_every_number_comes_from():
     assert "scoring target reward = 63: paper: Table 7" in flat
     assert "scoring target pass_reward = 63: calibrated:" in flat
     assert "scoring.time_bonus_weight = 20: calibrated:" in flat
-    assert "tags:" in flat and "init sequence: none" in flat
+    assert "tags:" in flat and "start sequence: none" in flat
     # a human-init task shows its sequence's source; per-task params show theirs
     t = get_task("trondead/level2-a")
     r = runner.invoke(app, ["tasks", "show", t.id])
     flat = " ".join(r.stdout.split())
-    assert " ".join(t.variant.init_source.split()) in flat
+    assert "origin generated): " + " ".join(t.variant.init_source.split()) in flat
     assert "task param level = 2: paper: Table 7" in flat
     assert "task target reward = 80: calibrated:" in flat
     # numbers the paper does not list are not labelled as paper
@@ -71,6 +71,42 @@ def test_tasks_show_prints_where_every_number_comes_from():
             src.startswith(("paper:", "calibrated:", "none stored"))
             for _, src in number_sources(get_task(task_id))
         )
+
+
+def test_tasks_show_says_who_made_the_start_and_every_demo_clip():
+    """The start sequence's origin and text, and each demo clip's origin and source, in
+    the text and in --json (Figure 5's sequence is the paper's, the clips are programs')."""
+    from vical.spec import get_task
+
+    t = get_task("asterix/lanes")
+    r = runner.invoke(app, ["tasks", "show", t.id])
+    assert r.exit_code == 0, r.output
+    out = r.stdout
+    part = out[out.index("who made the start and the demonstrations") :]
+    assert all(len(line) <= 80 for line in part.splitlines())
+    flat = " ".join(part.split())
+    assert f"start sequence ({len(t.variant.init_actions)} actions; origin paper): paper:" in flat
+    assert len(t.variant.demos) >= 2
+    for clip in t.variant.demos:
+        head = f"demo clip {clip.id} ({clip.label}; origin {clip.origin}): "
+        assert head + " ".join(clip.source.split()) in flat
+    assert {c.origin for c in t.variant.demos} == {"search", "scripted"}
+
+    r = runner.invoke(app, ["tasks", "show", t.id, "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["id"] == t.id and doc["start"]["origin"] == "paper"
+    assert doc["start"]["actions"] == list(t.variant.init_actions)
+    assert [(d["id"], d["origin"]) for d in doc["demos"]] == [
+        (c.id, c.origin) for c in t.variant.demos
+    ]
+    assert any(n["number"].startswith("seed ") for n in doc["numbers"])
+    # a generated start says so; a task without a start sequence has none
+    doc = json.loads(runner.invoke(app, ["tasks", "show", "trondead/level2-a", "--json"]).stdout)
+    assert doc["start"]["origin"] == "generated"
+    assert doc["start"]["source"].startswith("generated: ")
+    doc = json.loads(runner.invoke(app, ["tasks", "show", "taxi/state1", "--json"]).stdout)
+    assert doc["start"] is None and {d["origin"] for d in doc["demos"]} == {"scripted"}
 
 
 def test_unknown_task_names_value_and_fix():

@@ -177,16 +177,26 @@ def tasks_screen(
 def tasks_show(
     task_id: str = typer.Argument(..., help="Task id, e.g. taxi/state1."),
     png: Path = typer.Option(None, "--png", help="Write the start frame to this PNG file."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the settings and every provenance as JSON."
+    ),
 ) -> None:
-    """Show one task's settings, rules and actions; optionally save its start frame."""
+    """Show one task's settings, rules and actions, where its numbers come from and
+    who made its start sequence and demo clips (paper, generated, search, scripted or
+    human); optionally save its start frame."""
     from vical.spec import get_task
 
     t = get_task(task_id)
     spec = t.env
+    if as_json:
+        sys.stdout.write(json.dumps(task_show_json(t), indent=1) + "\n")
+        if png:
+            _save_start_frame(t, png, quiet=True)
+        return
     console.print(f"[bold]{t.id}[/] ({spec.name}, paper id {spec.paper_id}, {t.variant.kind})")
     console.print(
         f"seed {t.variant.seed}, initial skip {t.variant.initial_skip}, "
-        f"human-init actions {len(t.variant.init_actions)}, max steps {t.max_steps}, "
+        f"start sequence {len(t.variant.init_actions)} actions, max steps {t.max_steps}, "
         f"frame skip {spec.frame_skip} (action held {spec.action_steps})"
     )
     console.print(f"tags: {', '.join(spec.tags.types)}; {spec.tags.memory}; {spec.tags.dynamics}")
@@ -197,11 +207,57 @@ def tasks_show(
     console.print(f"[bold]detailed rules[/]: {spec.rules.detailed}")
     console.print(f"demo clips: {len(t.variant.demos)}")
     _print_sources(t)
+    _print_provenance(t)
     if png:
         _save_start_frame(t, png)
 
 
-def _save_start_frame(t: TaskSpec, png: Path) -> None:
+def task_provenance(t: TaskSpec) -> dict[str, Any]:
+    """Who made the task's start sequence and each of its demo clips.
+
+    ``start``: None without a start sequence, else its ``origin`` (paper, generated or
+    human), ``source`` text and ``actions``; ``demos``: per clip its ``id``, ``label``,
+    ``origin`` (search, scripted or human) and ``source`` text.
+    """
+    v = t.variant
+    start = None
+    if v.init_origin is not None:
+        start = {
+            "origin": v.init_origin,
+            "source": " ".join((v.init_source or "").split()),
+            "actions": list(v.init_actions),
+        }
+    demos = [
+        {"id": c.id, "label": c.label, "origin": c.origin, "source": " ".join(c.source.split())}
+        for c in v.demos
+    ]
+    return {"start": start, "demos": demos}
+
+
+def task_show_json(t: TaskSpec) -> dict[str, Any]:
+    """`vical tasks show --json`: the settings, the numbers' sources and the provenance."""
+    spec, v = t.env, t.variant
+    return {
+        "id": t.id,
+        "name": spec.name,
+        "paper_id": spec.paper_id,
+        "kind": v.kind,
+        "seed": v.seed,
+        "initial_skip": v.initial_skip,
+        "max_steps": t.max_steps,
+        "frame_skip": spec.frame_skip,
+        "action_steps": spec.action_steps,
+        "actions": t.action_names,
+        "tags": spec.tags.model_dump(),
+        "scoring": {"family": spec.scoring.family, "description": spec.scoring.description},
+        "pass": spec.pass_rule.description,
+        "rules": spec.rules.model_dump(),
+        "numbers": [{"number": n, "source": src} for n, src in number_sources(t)],
+        **task_provenance(t),
+    }
+
+
+def _save_start_frame(t: TaskSpec, png: Path, quiet: bool = False) -> None:
     from PIL import Image
 
     from vical.envs import make_env
@@ -213,7 +269,8 @@ def _save_start_frame(t: TaskSpec, png: Path) -> None:
         env.close()
     png.parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray(frame).save(png)
-    console.print(f"start frame ({frame.shape[1]}x{frame.shape[0]}) written to {png}")
+    if not quiet:
+        console.print(f"start frame ({frame.shape[1]}x{frame.shape[0]}) written to {png}")
 
 
 def _fmt_number(x: Any) -> str:
@@ -288,27 +345,42 @@ def number_sources(t: TaskSpec) -> list[tuple[str, str]]:
     return rows
 
 
+def _note(head: str, text: str) -> None:
+    """One ``head: text`` note, wrapped at 80 columns with a hanging indent."""
+    for line in textwrap.wrap(
+        f"{head}: {' '.join(text.split())}",
+        width=80,
+        initial_indent="  ",
+        subsequent_indent="      ",
+        break_on_hyphens=False,
+    ):
+        say(line)
+
+
 def _print_sources(t: TaskSpec) -> None:
-    """Where every printed number, the tags and the start sequence come from (80 columns)."""
-
-    def note(head: str, text: str) -> None:
-        for line in textwrap.wrap(
-            f"{head}: {' '.join(text.split())}",
-            width=80,
-            initial_indent="  ",
-            subsequent_indent="      ",
-            break_on_hyphens=False,
-        ):
-            say(line)
-
+    """Where every printed number and the tags come from (80 columns)."""
     console.print("[bold]where the numbers come from[/]:")
     for head, text in number_sources(t):
-        note(head, text)
-    note("tags", t.env.tags.provenance or "no provenance recorded yet")
-    if t.variant.init_actions:
-        note(f"init sequence ({len(t.variant.init_actions)} actions)", t.variant.init_source or "")
+        _note(head, text)
+    _note("tags", t.env.tags.provenance or "no provenance recorded yet")
+
+
+def _print_provenance(t: TaskSpec) -> None:
+    """Who made the start sequence and each demo clip: origin, then the source text."""
+    prov = task_provenance(t)
+    console.print("[bold]who made the start and the demonstrations[/]:")
+    start = prov["start"]
+    if start is None:
+        _note("start sequence", "none (the task starts at reset after the initial skip)")
     else:
-        note("init sequence", "none (the task starts at reset after the initial skip)")
+        _note(
+            f"start sequence ({len(start['actions'])} actions; origin {start['origin']})",
+            start["source"],
+        )
+    if not prov["demos"]:
+        _note("demo clips", "none")
+    for d in prov["demos"]:
+        _note(f"demo clip {d['id']} ({d['label']}; origin {d['origin']})", d["source"])
 
 
 @tasks_app.command("sheet")
