@@ -28,7 +28,7 @@ import numpy.typing as npt
 from ale_py.env import AtariEnv
 
 from vical.envs.core import Adapter, Tick
-from vical.envs.scoring import capped_ratio
+from vical.envs.scoring import cap_after_death, capped_ratio
 from vical.envs.states import NativeState, SimState, StateKindError
 from vical.spec import TaskSpec
 
@@ -59,6 +59,16 @@ IDLE_EMULATORS = 2
 _SEEDED: dict[tuple[Any, ...], ale_py.ALEState] = {}
 _SKIPPED: dict[tuple[Any, ...], dict[int, ale_py.ALEState]] = {}
 SKIP_CHECKPOINT = 50  # initial-skip steps between two saved points
+
+
+def plays_own_start(cls: type[ALEAdapter]) -> bool:
+    """A game that keeps counts of its own play (its own ``reset``, ``act`` or
+    ``on_unit_step``) plays its whole start instead of resuming a shared state."""
+    return (
+        cls.reset is not ALEAdapter.reset
+        or cls.act is not ALEAdapter.act
+        or cls.on_unit_step is not ALEAdapter.on_unit_step
+    )
 
 
 class ALEAdapter(Adapter):
@@ -132,10 +142,10 @@ class ALEAdapter(Adapter):
 
         A restored emulator keeps the screen it last drew, so a saved state is used
         only when at least one emulator step follows it before the start frame is
-        read. Games with their own ``reset`` or ``act`` (they keep counts of their own
-        play) play the whole start.
+        read. Games with their own ``reset``, ``act`` or ``on_unit_step`` (they keep
+        counts of their own play) play the whole start.
         """
-        own = type(self).reset is not ALEAdapter.reset or type(self).act is not ALEAdapter.act
+        own = plays_own_start(type(self))
         if not shared or own or not (skip or stepped):
             super().seed_and_skip(seed, skip, noop, shared, stepped)
             return
@@ -170,6 +180,7 @@ class ALEAdapter(Adapter):
             _obs, r, terminated, _trunc, step_info = self.env.step(idx)
             info = cast("dict[str, Any]", step_info)
             reward += float(r)
+            self.on_unit_step(float(r))
             if terminated:
                 break
         self.game_over = bool(terminated)
@@ -177,6 +188,10 @@ class ALEAdapter(Adapter):
         if self.tracking:
             self.on_tick(tick)
         return tick
+
+    def on_unit_step(self, reward: float) -> None:
+        """Called after every primitive ALE step, for games that watch the RAM at that
+        resolution (Tennis's ball-direction reversals); nothing by default."""
 
     def frame(self) -> npt.NDArray[np.uint8]:
         if self._shown is not None:
@@ -269,6 +284,19 @@ class ALEAdapter(Adapter):
         if self.pass_needs_life and self.died:
             return False
         return self.total >= self.task.target("pass_reward")
+
+    def death_cap(self) -> float | None:
+        """Appendix 2.2's cap after death, where the task file selects it."""
+        died = self.tracking and bool(getattr(self, "died", False))
+        return cap_after_death(self.task.params, died, self.non_pass_ceiling)
+
+    def non_pass_ceiling(self) -> float:
+        """The most an episode that keeps its life but does not pass can score.
+
+        Default: the score of the points threshold (``pass_reward`` against
+        ``reward``), since a live player at or above it passes.
+        """
+        return capped_ratio(self.task.target("pass_reward"), self.task.target("reward"))
 
     def won(self) -> bool:
         """The game's own early win (the episode then ends as a Victory); none by default."""

@@ -208,6 +208,16 @@ class Adapter(ABC):
         """Remaining lives when the game has them (for life-loss termination)."""
         return None
 
+    def death_cap(self) -> float | None:
+        """The most of its score an episode keeps now, or None when no cap applies.
+
+        Appendix 2.2: "selected environments additionally cap the retained score
+        after death". Games whose task file sets ``cap_after_death`` return, once the
+        episode has died, the most an episode that keeps its life but does not pass
+        can score (see :func:`vical.envs.scoring.cap_after_death`); None otherwise.
+        """
+        return None
+
     def progress(self) -> dict[str, Any]:
         """Small JSON-able summary of the scoring state, for logs."""
         return {}
@@ -723,6 +733,9 @@ class VicalEnv:
         s = float(self.adapter.score())
         if not np.isfinite(s):
             s = 0.0
+        cap = self.adapter.death_cap()
+        if cap is not None:
+            s = min(s, cap)
         return round(min(max(s, 0.0), 100.0), 6)
 
     def passed(self) -> bool:

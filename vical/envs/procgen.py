@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from vical.envs import game_module
 from vical.envs.core import Adapter, Frame, Tick, no_adapter
-from vical.envs.scoring import capped_ratio
+from vical.envs.scoring import cap_after_death, capped_ratio
 from vical.spec import TaskSpec
 
 # Procgen's own native action indices (gym3 combos, in this order).
@@ -335,6 +335,15 @@ class ProcgenAdapter(Adapter):
     def reached_target(self) -> bool:
         """An early successful end (a reward target reached) besides level completion."""
         return False
+
+    def death_cap(self) -> float | None:
+        """Appendix 2.2's cap after death, where the task file selects it."""
+        return cap_after_death(self.task.params, self.tracking and self.died, self.non_pass_ceiling)
+
+    def non_pass_ceiling(self) -> float:
+        """The most an episode that keeps its life but does not pass can score (a game
+        whose task file selects the cap after death says what that is)."""
+        raise NotImplementedError(f"{self.task.id}: no cap after death is defined for this game")
 
     def ending(self, native_terminated: bool) -> str | None:
         if native_terminated:

@@ -16,12 +16,22 @@ Which environments use which family:
 * :func:`path_efficiency` - navigation: CliffWalking, the MiniGrid mazes.
 * :class:`Milestones` - structured progress: Taxi (pickup, delivery progress,
   efficient drop-off), UnlockPickup (key, door, object), BattleZone.
+
+The cap after death (:func:`cap_after_death`): "selected environments
+additionally cap the retained score after death" (Appendix 2.2). The task file
+selects an environment with the scoring parameter ``cap_after_death: true``;
+its adapter then says what the cap is (the most an episode that keeps its life
+but does not pass can score) and the core keeps a dying episode's score at or
+below it. Which environments and why: ``docs/random-row.md``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+CAP_AFTER_DEATH = "cap_after_death"  # the task file's switch (a scoring parameter)
 
 
 def clamp(score: float) -> float:
@@ -34,6 +44,25 @@ def capped_ratio(value: float, target: float) -> float:
     if target <= 0:
         raise ValueError(f"capped_ratio target must be positive, got {target}")
     return 100.0 * min(max(float(value), 0.0) / float(target), 1.0)
+
+
+def cap_after_death(
+    params: Mapping[str, Any], died: bool, non_pass_ceiling: Callable[[], float]
+) -> float | None:
+    """The most a dying episode keeps of its score, or None when no cap applies.
+
+    A cap applies when the task's parameters switch it on (``cap_after_death:
+    true``) and the episode has died; it is ``non_pass_ceiling()``: the highest
+    score an episode that keeps its life and still fails can reach, so a death
+    never keeps more than a non-pass is worth (for a points threshold, the score
+    of the threshold itself).
+    """
+    switch = params.get(CAP_AFTER_DEATH, False)
+    if not isinstance(switch, bool):
+        raise ValueError(f"{CAP_AFTER_DEATH} must be true or false, got {switch!r}")
+    if not switch or not died:
+        return None
+    return clamp(non_pass_ceiling())
 
 
 def horizon_ratio(survived: int, horizon: int) -> float:

@@ -51,6 +51,11 @@ class Adapter(FirstEventAdapter):
     def passed(self) -> bool:
         return self.event_at is not None and not self.died
 
+    def non_pass_ceiling(self) -> float:
+        # A player who keeps the life but fails has destroyed nothing: at most the
+        # survival part of the whole horizon.
+        return float(self.task.params["survival_weight"])
+
     def progress(self) -> dict[str, Any]:
         return {
             "reward": self.total,

@@ -53,6 +53,10 @@ class Adapter(ProcgenAdapter):
             self.task.params.get("pass_progress", 0.5)
         )
 
+    def non_pass_ceiling(self) -> float:
+        # a live ninja past the pass fraction passes, so a failing one is below it
+        return 100.0 * float(self.task.params.get("pass_progress", 0.5))
+
     def progress(self) -> dict[str, Any]:
         return {**super().progress(), "progress": round(self.fraction(), 6)}
 
