@@ -35,7 +35,7 @@ EXPERT = {
         2,
     ),
     "tennis": (
-        "tennis/rally-c",
+        "tennis/rally-d",
         ["NOOP", "Up", "Down", "Left", "Right", "Down+Left", "Up+Right"],
         8,
         2,
@@ -62,7 +62,7 @@ DOOMED = {
     "riverraid": ("riverraid/base", "Up"),
     "roadrunner": ("roadrunner/base", "NOOP"),
     "seaquest": ("seaquest/dive-87", "NOOP"),
-    "tennis": ("tennis/base", "NOOP"),
+    "tennis": ("tennis/rally-d", "NOOP"),
     "trondead": ("trondead/level0-a", "NOOP"),
     "turmoil": ("turmoil/base", "Up"),
 }

@@ -177,7 +177,7 @@ def _failure(
         while not env.done:
             s = env.step(game.fail_action)
             acts.append(game.fail_action)
-        if s.outcome != "Terminated":
+        if s.outcome != "Terminated" or s.passed:  # a failure clip shows a failure
             return None
     except RuntimeError:
         return None

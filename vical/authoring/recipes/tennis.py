@@ -1,6 +1,6 @@
 """Tennis demo clips: look-ahead expert footwork (the racket swings by itself) from
 the served rally after a few warm-up moves, until the agent wins the point, and a
-player standing still (NOOP held) while the opponent wins it.
+player running away (Left held) while the opponent wins it without a return.
 
 The human-init generator (:func:`generate_init_actions`) is
 :func:`vical.authoring.search.decision_point_inits` over seeded random footwork.
@@ -31,12 +31,14 @@ RECIPE = GameDemos(
     tails=2,
     value=rally_value,
     wins=((0, 3, 30), (0, 7, 30), (2, 1, 30)),
-    fail_action="NOOP",
+    # standing still (NOOP) lets the automatic swing return a ball that comes straight
+    # at the player, which passes; running away never returns it
+    fail_action="Left",
     fail_start=(0, 1),
     fail_len=14,
     fail_note=(
-        "scripted failure: NOOP held, the player does not move to the ball and the "
-        "opponent wins the point"
+        "scripted failure: Left held, the player runs away from the ball and the "
+        "opponent wins the point without a return"
     ),
 )
 

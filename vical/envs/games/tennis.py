@@ -1,20 +1,29 @@
-"""Tennis: win the rally in progress.
+"""Tennis: return the ball in the rally in progress.
 
-Table 7 rules, as implemented here:
+Table 7 (ALE/Tennis-v5): "Execute four unit-frame ALE steps to detect
+ball-direction reversals; auto-swing before evaluation and terminate on life
+loss." As implemented here:
 
 * Four unit-frame ALE steps per outer slot (``frameskip: 1, unit_steps: 4`` in
-  the YAML), so the ball's reversals are seen at fine time resolution.
+  the YAML); the ball's position along the court is read from RAM after every
+  one of them (:meth:`Adapter.on_unit_step`), so a reversal is seen at
+  unit-frame resolution.
 * Auto-swing before evaluation: in ``prepare`` the agent's player serves (FIRE
-  held for four unit frames) so every task starts with the ball in play; during the
-  rally the racket swings by itself whenever the ball is in reach, so the
+  held for four unit frames) so every task starts with the ball in play; during
+  the rally the racket swings by itself whenever the ball is in reach, so the
   agent's job is positioning.
 * Life loss: the first point the opponent wins counts as the lost life
-  (``lives`` drops from 1 to 0) and ends the episode; the first point the agent
-  wins ends it as a Victory.
+  (``lives`` drops from 1 to 0) and ends the episode.
 
-Score: 100 once the agent wins the point; before that, the agent's returns
-(ball-direction reversals at the agent's end of the court, from RAM) as an
-event count against the calibrated ``returns`` target.
+A return is a reversal of the ball from "toward the agent" to "away from the
+agent" on a unit frame where no point is decided (the racket met the ball). The
+pass is the first return (``pass_returns`` in the task file), kept when the point
+is lost later: Table 28's Tennis row has every episode end before the budget,
+40% as early successes, so the pass comes during the rally while the episode
+runs on to the point's end. A point won by the agent also passes and ends the
+episode as a Victory. Score: 100 once the point is won; before that, the returns
+as an event count against the calibrated ``returns`` target (Appendix 2.2:
+"capped monotonic counts, such as balls returned").
 """
 
 from __future__ import annotations
@@ -32,7 +41,8 @@ OPPONENT_DEPTH = 25
 
 
 class Adapter(ALEAdapter):
-    """One point of tennis: returns counted from RAM, the point's winner ends it."""
+    """One rally of tennis: returns counted from RAM at unit-frame resolution; the
+    first return passes, a lost point ends the episode, a won point ends it in Victory."""
 
     def reset(self, seed: int) -> None:
         self.points_won = 0
@@ -48,25 +58,33 @@ class Adapter(ALEAdapter):
         fire = self.native_index("FIRE")
         for _ in range(SERVE_FRAMES):
             self.env.step(fire)
+            self.on_unit_step(0.0)
 
-    def act(self, native: Any) -> Tick:
-        tick = super().act(native)
-        if tick.reward > 0:
+    def on_unit_step(self, reward: float) -> None:
+        if reward > 0:
             self.points_won += 1
-        elif tick.reward < 0:
+        elif reward < 0:
             self.points_lost += 1
-        self._track_ball()
-        return tick
+        self._track_ball(decided=reward != 0)
 
-    def _track_ball(self) -> None:
+    def _track_ball(self, decided: bool) -> None:
         ram = self.ram()
         depth = int(ram[BALL_DEPTH])
         agent_top = int(ram[AGENT_DEPTH]) > int(ram[OPPONENT_DEPTH])
         if self.last_depth is not None and depth != self.last_depth:
             direction = 1 if depth > self.last_depth else -1
             toward_agent = 1 if agent_top else -1
-            # A reversal from "toward the agent" to "away from the agent" is a return.
-            if self.tracking and self.last_dir == toward_agent and direction == -toward_agent:
+            # "toward the agent" turning into "away from the agent" is a return, unless
+            # the point was decided on this frame (the ball is then put back for a serve)
+            # or before it
+            if (
+                self.tracking
+                and not decided
+                and self.points_won == self.won_at_start
+                and self.points_lost == self.lost_at_start
+                and self.last_dir == toward_agent
+                and direction == -toward_agent
+            ):
                 self.returns += 1
                 self.counter.add(1)
             self.last_dir = direction
@@ -78,6 +96,7 @@ class Adapter(ALEAdapter):
     def start(self) -> None:
         self.counter = EventCounter(target=self.task.target("returns"))
         self.won_at_start = self.points_won
+        self.lost_at_start = self.points_lost
         self.returns = 0
 
     def on_tick(self, tick: Tick) -> None:
@@ -90,11 +109,15 @@ class Adapter(ALEAdapter):
         return 100.0 if self.won() else self.counter.score()
 
     def passed(self) -> bool:
-        return self.won()
+        return self.won() or self.returns >= int(self.task.params["pass_returns"])
 
     def ending(self, native_terminated: bool) -> str | None:
         # the first point the opponent wins ends the episode as well
         return super().ending(native_terminated or self.points_lost > 0)
 
     def progress(self) -> dict[str, Any]:
-        return {"returns": self.returns, "point_won": self.won()}
+        return {
+            "returns": self.returns,
+            "point_won": self.won(),
+            "point_lost": self.points_lost > 0,
+        }
