@@ -7,7 +7,10 @@ Reads a random-agent run folder (``vical baseline random --out DIR``: every task
 2. per column, the environments that move our value most away from the paper's:
    each environment's share of the column's delta (the column is an equal-weight
    mean over its environments, so an environment's share is
-   ``(env value - paper column value) / n``; the shares add up to the delta).
+   ``(env value - paper column value) / n``; the shares add up to the delta);
+3. the per-environment table;
+4. Table 23's tier check: each environment's random mean against the most its
+   difficulty tier allows (``vical.paper.tier_report``; reported, never tuned to).
 
 Usage: ``python benchmarks/random_row.py RUN_DIR [--top 3]``.
 """
@@ -17,7 +20,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vical.paper import TABLE1_COLUMNS, TABLE1_REFERENCE
+from vical.paper import TABLE1_COLUMNS, TABLE1_REFERENCE, tier_report
 from vical.report.table import build_report
 from vical.run.results import load_results
 
@@ -63,6 +66,12 @@ def main() -> None:
     for e in sorted(rep.envs, key=lambda e: e.env):
         cols = ", ".join(m for m in members(e.tags) if m != "All")
         print(f"| {e.env} | {e.score:.1f} | {e.pass_rate:.0f} | {cols} |")
+    print()
+    print("| env | Table 23 tier | random mean | bound | within |")
+    print("|---|---|---:|---:|---|")
+    for row in tier_report({e.env: e.score for e in rep.envs}):
+        mark = "yes" if row.within else f"no (+{row.excess:.1f})"
+        print(f"| {row.env} | {row.tier} | {row.random_mean:.1f} | {row.bound:.1f} | {mark} |")
 
 
 if __name__ == "__main__":

@@ -300,3 +300,118 @@ DEMO_CLIPS_PER_TASK = {1: 155, 2: 145, 3: 37, 4: 5}  # tasks receiving k clips
 DEMO_FRAMES = (10, 80, 45.73, 45)  # per package: min, max, mean, median sampled frames
 DEMO_RESOLUTIONS = 12  # distinct (width x height) of captioned frames
 DEMO_COMMON_RESOLUTION = ((160, 250), 207)  # most common size and its package count
+
+# Table 23 (Appendix 6.1, difficulty stratification): each environment's tier by its
+# learnability gap, the best of the four leading models' mean score minus the random
+# policy's mean score, on the 0-100 scale. Tier -> (the definition's bounds on the gap,
+# lower and upper, None where open; the gaps observed in that tier, lowest and highest).
+TABLE23_TIERS: dict[str, tuple[tuple[float | None, float | None], tuple[float, float]]] = {
+    "Easy": ((70.0, None), (71.7, 100.0)),  # gap > 70
+    "Medium": ((30.0, 70.0), (30.0, 63.4)),  # 30 <= gap <= 70
+    "Hard": ((None, 30.0), (6.9, 29.0)),  # gap < 30
+}
+TABLE23: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "turmoil",
+            "acrobot",
+            "cliffwalking",
+            "lavacrossing",
+            "multiroom",
+            "unlockpickup",
+            "mountaincar",
+            "taxi",
+            "heist",
+        ),
+        "Easy",
+    ),
+    **dict.fromkeys(
+        (
+            "alien",
+            "assault",
+            "asterix",
+            "demonattack",
+            "enduro",
+            "freeway",
+            "pong",
+            "roadrunner",
+            "trondead",
+            "cartpole",
+            "breakout",
+            "flappybird",
+            "highway",
+            "bigfish",
+            "bossfight",
+            "caveflyer",
+            "leaper",
+            "ninja",
+            "tetris",
+        ),
+        "Medium",
+    ),
+    **dict.fromkeys(
+        (
+            "battlezone",
+            "berzerk",
+            "choppercommand",
+            "frostbite",
+            "mspacman",
+            "riverraid",
+            "seaquest",
+            "tennis",
+            "dodgeball",
+        ),
+        "Hard",
+    ),
+}
+
+
+def tier_random_bound(tier: str) -> float:
+    """The most an environment's random mean can be for the paper's gap to fall in ``tier``.
+
+    A model's mean is at most 100 and the tier's gaps were at least its lowest observed
+    gap, so the random mean was at most 100 minus that gap (Easy 28.3, Medium 70.0,
+    Hard 93.1).
+    """
+    if tier not in TABLE23_TIERS:
+        raise ValueError(f"unknown Table 23 tier {tier!r}; tiers: {', '.join(TABLE23_TIERS)}")
+    _definition, (lowest_gap, _highest) = TABLE23_TIERS[tier]
+    return round(100.0 - lowest_gap, 6)
+
+
+@dataclass(frozen=True)
+class TierCheck:
+    """One environment's random reference mean against its Table 23 tier's bound."""
+
+    env: str
+    tier: str
+    random_mean: float
+    bound: float
+
+    @property
+    def within(self) -> bool:
+        return self.random_mean <= self.bound
+
+    @property
+    def excess(self) -> float:
+        """How far the random mean is above the bound (0 when within it)."""
+        return round(max(0.0, self.random_mean - self.bound), 6)
+
+
+def tier_report(random_means: dict[str, float]) -> list[TierCheck]:
+    """Each environment's random mean score against its Table 23 tier's bound, by key.
+
+    A report, never a target: an environment outside its bound is explained in the
+    docs (``docs/random-row.md``), not tuned. Environments missing from
+    ``random_means`` are left out; a key Table 23 does not list is an error.
+    """
+    unknown = sorted(set(random_means) - set(TABLE23))
+    if unknown:
+        raise ValueError(
+            f"not an environment of Table 23: {', '.join(unknown)}; "
+            f"use vical environment keys such as {', '.join(sorted(TABLE23)[:3])}"
+        )
+    return [
+        TierCheck(env, TABLE23[env], float(mean), tier_random_bound(TABLE23[env]))
+        for env, mean in sorted(random_means.items())
+    ]
