@@ -250,7 +250,9 @@ class ALEAdapter(Adapter):
     # games whose life loss ends the episode (Table 7, "life-loss termination") and in
     # which the paper saw no early success (Table 28, ES 0%). Their points threshold
     # then counts only for a player still alive when the episode ends, so reaching it
-    # and then dying is a failure, as in Table 28's early deaths.
+    # and then dying is a failure, as in Table 28's early deaths. This is our reading
+    # of the two tables (a pass kept through a death would be an early success), not
+    # a rule the paper states.
     pass_needs_life: bool = False
 
     def begin(self) -> None:
