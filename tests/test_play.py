@@ -268,71 +268,13 @@ def test_browser_plays_taxi_to_victory_and_cliffwalking_into_the_cliff(
     assert len(load_results(run)) == 2
 
 
-def test_record_demo_rerecords_a_clip_that_task_files_then_take(tmp_path):
-    """A recording keeps the clip's start, replays to its label, and is adopted by every
-    task that lists the clip; the demo renderer then plays it like any clip."""
-    import shutil
-
-    from vical.cli.play import adopt_recordings
-    from vical.demos import load_demo_package
-    from vical.play.record import read_recording
-    from vical.spec import TASKS_DIR, TaskSpec, load_env_file
-
-    task = get_task("taxi/state1")
-    clip = task.variant.demos[0]
-    out = tmp_path / "demos-p02"
-    with PlaySession(out, [task], "p02", record=True) as session:
-        state = session.state()
-        assert state["task"]["record"]["clip"] == clip.id
-        session.start()
-        first = session.state()["play"]["frame"]
-        for i, a in enumerate(clip.actions):  # the person plays the expert's route
-            session.act(i, a, "key:test")
-        assert session.phase() == "over" and session.state()["over"]["error"] is None
-        # played from the clip's start, not from the task's opening
-        with PlaySession(tmp_path / "h", [task], "p02") as plain:
-            plain.start()
-            assert plain.state()["play"]["frame"] != first
-    assert not (out / "episodes").exists() and not (out / "manifest.json").exists()
-    (path,) = (out / "recordings").glob("*.yaml")
-    task_id, new = read_recording(path)
-    assert (task_id, new.id, new.actions, new.label) == (
-        "taxi/state1",
-        clip.id,
-        clip.actions,
-        clip.label,
-    )
-    assert new.source.startswith("human: participant p02")
-    # a second session has nothing left to record
-    with PlaySession(out, [task], "p02", record=True) as session:
-        assert session.phase() == "done"
-    # adopted into (a copy of) the task files: every task sharing the clip takes it
-    tasks_dir = tmp_path / "tasks"
-    shutil.copytree(TASKS_DIR, tasks_dir)
-    adopt_recordings([path], tasks_dir=tasks_dir)
-    spec = load_env_file(tasks_dir / "taxi.yaml")
-    users = [v for v in spec.tasks if any(c.id == clip.id for c in v.demos)]
-    assert users and all(
-        next(c for c in v.demos if c.id == clip.id).source == new.source for v in users
-    )
-    untouched = load_env_file(TASKS_DIR / "taxi.yaml")
-    assert [[c.id for c in v.demos] for v in spec.tasks] == [
-        [c.id for c in v.demos] for v in untouched.tasks
-    ]
-    (video,) = [
-        v for v in load_demo_package(TaskSpec(env=spec, variant=users[0])) if v.clip_id == clip.id
-    ]
-    assert video.label == clip.label and video.n_frames == len(clip.actions) + 2
-
-
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
         ([], "--participant is required"),
         (["-p", "a b"], "--participant 'a b'"),
-        (["-p", "p1", "--clip", "x"], "goes with --record-demo"),
+        (["-p", "p1", "--clip", "x"], "goes with --record demo"),
         (["-p", "p1", "--tasks", "nosuchgame"], "matches no task"),
-        (["-p", "p1", "--tasks", "cartpole/seed41", "--record-demo", "--clip", "nope"], "no clip"),
     ],
 )
 def test_play_command_refuses_bad_options_in_one_line(args, needle, tmp_path):

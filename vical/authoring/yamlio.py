@@ -129,3 +129,64 @@ def write_demos(
 
     load_envs.cache_clear()
     return path
+
+
+def write_start(
+    env_key: str,
+    variant: str,
+    init_actions: list[str],
+    init_source: str,
+    tasks_dir: Path = TASKS_DIR,
+) -> Path:
+    """Store a task's start sequence in ``<tasks_dir>/<env>.yaml``: its ``init_actions``
+    and ``init_source`` lines replaced, the rest of the file left as it is (atomic;
+    validated before replacing)."""
+    path = Path(tasks_dir) / f"{env_key}.yaml"
+    lines = path.read_text().splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.rstrip() == "tasks:") + 1
+    head = re.compile(rf"^  - variant:\s*['\"]?{re.escape(variant)}['\"]?\s*$")
+    first = next((i for i in range(start, len(lines)) if head.match(lines[i])), None)
+    if first is None:
+        raise ValueError(f"{path}: no task item starting '  - variant: {variant}' (block style)")
+    end = first + 1
+    while end < len(lines) and (lines[end].startswith("    ") or not lines[end].strip()):
+        end += 1
+    while not lines[end - 1].strip():  # blank lines before the next item stay outside
+        end -= 1
+    kept: list[str] = []
+    at: int | None = None
+    item = lines[first:end]
+    skipping = False
+    for ln in item:
+        if ln.startswith(("    init_actions:", "    init_source:")):
+            at = len(kept) if at is None else at
+            skipping = True
+            continue
+        if skipping and ln.startswith("     "):  # a continuation line of a dropped field
+            continue
+        skipping = False
+        kept.append(ln)
+    if at is None:  # no start sequence yet: after the item's scalar head fields
+        at = next(
+            (j for j, ln in enumerate(kept) if ln.startswith(("    max_steps:", "    demos:"))),
+            len(kept),
+        )
+    kept[at:at] = _dump({"init_actions": init_actions, "init_source": init_source}, 4)
+    text = "\n".join(lines[:first] + kept + lines[end:]) + "\n"
+    d = Path(tempfile.mkdtemp(dir=path.parent, prefix=".start-"))
+    tmp = d / path.name
+    try:
+        tmp.write_text(text)
+        spec = load_env_file(tmp)  # raises on anything invalid
+        got = next(v for v in spec.tasks if v.variant == variant)
+        if got.init_actions != init_actions or got.init_source != init_source:
+            raise ValueError(f"{env_key}/{variant}: the start sequence did not round-trip")
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+        d.rmdir()
+    from vical.spec import load_envs
+
+    load_envs.cache_clear()
+    return path

@@ -4,6 +4,8 @@
   thread and the page;
 - :mod:`vical.play.session`: one participant's session over a task list (run
   folder, resume, order of play, what the page shows);
+- :mod:`vical.play.record`: recording a demonstration clip or a start sequence
+  (``vical play --record``) with the player's name and consent line as provenance;
 - :mod:`vical.play.server`: the routes of the local web app;
 - ``static/``: the page, its script and its style sheet.
 

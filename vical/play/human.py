@@ -60,10 +60,13 @@ class Bridge:
 
     ``version`` grows by one whenever something the page shows changes (a new
     observation, the end of the episode), so a waiting request knows when to answer.
+    ``extra``: answers the page may give besides the task's actions (a start
+    recording's "set the start here"); they are not moves, so ``applied`` omits them.
     """
 
-    def __init__(self, action_names: list[str]) -> None:
+    def __init__(self, action_names: list[str], extra: tuple[str, ...] = ()) -> None:
         self.action_names = list(action_names)
+        self.extra = tuple(extra)
         self._cond = threading.Condition()
         self.version = 0
         self.shown: Shown | None = None
@@ -90,7 +93,8 @@ class Bridge:
                 raise SessionStopped("the session stopped before this decision was made")
             action, given = self._action
             self._action = None
-            self.applied.append(action)
+            if action in self.action_names:
+                self.applied.append(action)
             taken = time.monotonic() - self._shown_at
             self.shown = None
             return action, given, taken
@@ -107,7 +111,7 @@ class Bridge:
     # -- the HTTP side ----------------------------------------------------------------
     def decide(self, step: int, action: str, given: str, timeout: float = 60.0) -> None:
         """Deliver the action for ``step``; return once the page has something new to show."""
-        if action not in self.action_names:
+        if action not in self.action_names and action not in self.extra:
             raise Refused(f"{action!r} is not one of this task's actions: {self.action_names}")
         with self._cond:
             if self.shown is None or self._action is not None:

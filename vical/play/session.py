@@ -18,10 +18,14 @@ Each task goes through the protocol a model gets, one phase after the other:
 ``over``   the episode is written; the page offers the next task;
 ``done``   every (task, run) of the session is in the folder.
 
-With ``record=True`` (``vical play --record-demo``) the session re-records one
-demonstration clip per task instead (:mod:`vical.play.record`): the same pages,
-played from the clip's start, written as recordings under ``<out>/recordings/``
-and never as episodes of a run.
+With ``record="demo"`` or ``record="start"`` (``vical play --record``) the
+session records task material instead (:mod:`vical.play.record`): one
+demonstration clip per task, played from the clip's start, or one start sequence
+per human-init task, played from its seed until the person sets the start. The
+pages are the same, with the player's name and consent line on them; each
+recording, checked by replay, goes to the session's ``writer`` (``vical play``
+writes it into a copy of the task file in the output folder), its raw record
+under ``<out>/recordings/``, and never into a run.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +42,19 @@ from vical.agent import prompts
 from vical.errors import RunFolderError
 from vical.outcomes import episode_name
 from vical.play.human import AGENT_NAME, Bridge, HumanAgent, Refused, SessionStopped
-from vical.play.record import chosen_clip, record, recording_path
+from vical.play.record import (
+    RECORD_KINDS,
+    SET_START,
+    Provenance,
+    Recording,
+    check_start_task,
+    chosen_clip,
+    next_commands,
+    record_demo,
+    record_start,
+    recording_path,
+    save_recording,
+)
 from vical.run.results import RunManifest
 from vical.run.runner import (
     FRAME_MODES,
@@ -84,12 +101,14 @@ def key_bindings(action_names: list[str]) -> dict[str, str]:
 class Item:
     task: TaskSpec
     run_index: int
-    clip: DemoClip | None = None  # the clip re-recorded (record mode)
+    record: str | None = None  # "demo" or "start" in a recording session
+    clip: DemoClip | None = None  # the clip re-recorded (record "demo")
 
     @property
     def name(self) -> str:
-        if self.clip is not None:
-            return f"{episode_name(self.task.id, 0)}:{self.clip.id}"
+        if self.record is not None:
+            what = self.clip.id if self.clip is not None else "start"
+            return f"{episode_name(self.task.id, 0)}:{what}"
         return episode_name(self.task.id, self.run_index)
 
 
@@ -103,8 +122,10 @@ class PlaySession:
         participant: str,
         runs: int = 1,
         frames: str = "none",
-        record: bool = False,
+        record: str | None = None,
         clip: str | None = None,
+        provenance: Provenance | None = None,
+        writer: Callable[[Path, Recording], Path] | None = None,
     ) -> None:
         if not tasks:
             raise ValueError("a play session needs at least one task")
@@ -118,8 +139,21 @@ class PlaySession:
         self.runs = runs
         self.frames = frames
         self.record = record
-        if record:
-            self.items = [Item(t, 0, chosen_clip(t, clip)) for t in self.tasks]
+        self.provenance = provenance
+        self.writer = writer
+        self.recorded: list[Recording] = []  # the recordings written by this session
+        self._written: Path | None = None
+        if record is not None:
+            if record not in RECORD_KINDS:
+                raise ValueError(f"record must be one of {', '.join(RECORD_KINDS)}, not {record!r}")
+            if provenance is None or writer is None:
+                raise ValueError("a recording session needs the player's provenance and a writer")
+            if record == "demo":
+                self.items = [Item(t, 0, record, chosen_clip(t, clip)) for t in self.tasks]
+            else:
+                for t in self.tasks:
+                    check_start_task(t)
+                self.items = [Item(t, 0, record) for t in self.tasks]
         else:
             self.items = [Item(t, k) for k in range(runs) for t in self.tasks]
         self.done: set[str] = set()
@@ -134,12 +168,10 @@ class PlaySession:
     # -- opening and closing ---------------------------------------------------------
     def open(self) -> PlaySession:
         """Lock the run folder, write or check its manifest, and find what is done."""
-        if self.record:  # recordings only: no run manifest, no episodes
+        if self.record is not None:  # recordings only: no run manifest, no episodes
             self._stack.enter_context(lock_run_folder(self.run_dir))
             self.done = {
-                i.name
-                for i in self.items
-                if i.clip is not None and recording_path(self.run_dir, i.task, i.clip).is_file()
+                i.name for i in self.items if recording_path(self.run_dir, i.task, i.clip).is_file()
             }
             return self
         self._check_participant()
@@ -231,16 +263,25 @@ class PlaySession:
                 for i, c in enumerate(task.variant.demos)
             ],
             "start_text": prompts.start_frame_text(),
-            "record": (
-                {
-                    "clip": item.clip.id,
-                    "label": item.clip.label,
-                    "actions": len(item.clip.actions),
-                }
-                if item.clip is not None
-                else None
-            ),
+            "record": self._record_brief(item),
         }
+
+    def _record_brief(self, item: Item) -> dict[str, Any] | None:
+        """What the page says about the recording under way (None when not recording)."""
+        if item.record is None or self.provenance is None:
+            return None
+        p = self.provenance
+        out: dict[str, Any] = {
+            "kind": item.record,
+            "player": p.player,
+            "consent": p.consent,
+            "date": p.date.isoformat(),
+            "set_start": SET_START,
+            "start_actions": len(item.task.variant.init_actions),
+        }
+        if item.clip is not None:
+            out.update(clip=item.clip.id, label=item.clip.label, actions=len(item.clip.actions))
+        return out
 
     def state(self) -> dict[str, Any]:
         with self._lock:
@@ -252,7 +293,7 @@ class PlaySession:
                 "run": self.run_dir.name,
                 "total": len(self.items),
                 "finished": done_count,
-                "unit": "recordings" if self.record else "episodes",
+                "unit": "recordings" if self.record is not None else "episodes",
                 "position": self.items.index(item) + 1 if item is not None else None,
             }
             if item is None:
@@ -279,6 +320,9 @@ class PlaySession:
                     "error": bridge.error,
                     "applied": list(bridge.applied),
                 }
+                if self._written is not None and bridge.error is None:
+                    out["over"]["written"] = str(self._written)
+                    out["over"]["next"] = next_commands(self.run_dir, self.recorded)
             return out
 
     def demo_mp4(self, index: int) -> bytes:
@@ -303,7 +347,8 @@ class PlaySession:
             item = self._item()
             if item is None:
                 raise Refused("every task of this session is done")
-            bridge = Bridge(item.task.action_names)
+            extra = (SET_START,) if item.record == "start" else ()
+            bridge = Bridge(item.task.action_names, extra)
             agent = HumanAgent(bridge, self.participant)
             job = EpisodeJob(
                 task_id=item.task.id,
@@ -317,7 +362,8 @@ class PlaySession:
             )
             self._current, self._bridge = item, bridge
             self._last_steps = 0
-            target = self._recording if self.record else self._episode
+            self._written = None
+            target = self._recording if self.record is not None else self._episode
             self._thread = threading.Thread(
                 target=target, args=(job, agent, bridge, item), daemon=True
             )
@@ -338,9 +384,14 @@ class PlaySession:
             bridge.finish()
 
     def _recording(self, job: EpisodeJob, agent: HumanAgent, bridge: Bridge, item: Item) -> None:
-        assert item.clip is not None
+        assert self.provenance is not None and self.writer is not None
         try:
-            record(item.task, item.clip, agent, self.run_dir)
+            if item.clip is not None:
+                rec = record_demo(item.task, item.clip, agent, self.provenance)
+            else:
+                rec = record_start(item.task, agent, self.provenance)
+            written = self.writer(self.run_dir, rec)
+            save_recording(self.run_dir, rec)
         except SessionStopped:
             bridge.finish("the session stopped; this recording will be made again")
         except Exception as e:  # shown on the page; nothing is written
@@ -348,7 +399,9 @@ class PlaySession:
         else:
             with self._lock:
                 self.done.add(item.name)
-                self._last_steps = agent.turns
+                self._last_steps = len(rec.actions)
+                self.recorded.append(rec)
+                self._written = written
             bridge.finish()
 
     def act(self, step: int, action: str, given: str) -> None:

@@ -118,11 +118,7 @@ function drawBrief(task) {
   for (const note of document.querySelectorAll(".record-note")) {
     const r = task.record;
     note.hidden = !r;
-    if (r) {
-      note.textContent = `Recording a demonstration: you play from the start of clip ${r.clip} `
-        + `(now ${r.actions} actions, ending ${r.label}), not from the task's own opening. `
-        + "Your moves become the clip's actions.";
-    }
+    if (r) note.textContent = recordText(r);
   }
   $("demos-block").hidden = task.demos.length === 0;
   $("demos-intro").textContent = task.demos_intro;
@@ -143,6 +139,20 @@ function drawBrief(task) {
       box.append(fig);
     }
   }
+}
+
+// what a recording session says on every screen: what is recorded, by whom, and the consent
+function recordText(r) {
+  const who = `Recording as ${r.player} on ${r.date}, with the consent: “${r.consent}”. `;
+  if (r.kind === "start") {
+    return who + "You are recording this task's start sequence: you play from the task's seed "
+      + `(its current start has ${r.start_actions} moves); press “Set the start here” `
+      + "(Enter) when the game stands where the task should begin. Your moves become the "
+      + "task's start.";
+  }
+  return who + `You are recording a demonstration: you play from the start of clip ${r.clip} `
+    + `(now ${r.actions} actions, ending ${r.label}), not from the task's own opening. `
+    + "Your moves become the clip's actions; its label is what the game gives at the end.";
 }
 
 function drawButtons(task) {
@@ -181,6 +191,7 @@ function draw(s) {
       drawButtons(s.task);
     }
     drawApplied(s.play.applied, "applied");
+    $("set-start").hidden = !(s.task.record && s.task.record.kind === "start");
   } else if (s.phase === "play") {
     // the episode is still building its first frame: ask again shortly
     setTimeout(() => call("GET", "/api/state").then(draw).catch(fail), 500);
@@ -188,11 +199,17 @@ function draw(s) {
     show("over");
     const o = s.over || {};
     drawApplied(o.applied, "over-applied");
+    const rec = s.task && s.task.record;
     $("over-text").textContent = o.error
-      ? `The episode was not recorded: ${o.error}`
-      : s.task && s.task.record
-        ? `The recording ended after ${o.steps} move(s), replayed to its label and saved.`
-        : `The episode ended after ${o.steps} move(s) and is saved.`;
+      ? `The ${rec ? "recording" : "episode"} was not kept: ${o.error}`
+      : rec && rec.kind === "start"
+        ? `The start sequence (${o.steps} move(s)) replayed to the screen you saw last and is saved.`
+        : rec
+          ? `The recording ended after ${o.steps} move(s), replayed to its label and is saved.`
+          : `The episode ended after ${o.steps} move(s) and is saved.`;
+    $("over-written").hidden = !o.written;
+    $("written-path").textContent = o.written || "";
+    $("next-commands").textContent = (o.next || []).join("\n");
   } else if (s.phase === "brief") {
     show("brief");
     $("buttons").dataset.task = "";
@@ -208,6 +225,10 @@ document.addEventListener("keydown", (e) => {
   if (e.key === "Enter") {
     if (state.phase === "brief") { e.preventDefault(); send("/api/start"); }
     else if (state.phase === "over") { e.preventDefault(); send("/api/next"); }
+    else if (state.phase === "play" && state.play && settingStart()) {
+      e.preventDefault();
+      move(state.task.record.set_start, "key:Enter");
+    }
     return;
   }
   if (state.phase !== "play" || !state.play) return;
@@ -218,7 +239,14 @@ document.addEventListener("keydown", (e) => {
   move(a.name, "key:" + e.key);
 });
 
+function settingStart() {
+  return !!(state && state.task && state.task.record && state.task.record.kind === "start");
+}
+
 $("start").addEventListener("click", () => send("/api/start"));
+$("set-start").addEventListener("click", () => {
+  if (settingStart()) move(state.task.record.set_start, "button");
+});
 $("next").addEventListener("click", () => send("/api/next"));
 function fail(e) {
   $("error").textContent = e.message;
