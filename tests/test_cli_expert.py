@@ -1,4 +1,5 @@
-"""`vical baseline expert` and `vical report --expert`: the expert reference row."""
+"""`vical baseline expert` and `vical report --expert`: the expert reference, labelled a
+privileged upper bound in a table of its own."""
 
 from __future__ import annotations
 
@@ -72,7 +73,18 @@ def test_baseline_expert_replays_the_plans_and_reports_the_expert_row(tmp_path):
     data = json.loads((rep / "report.json").read_text())
     assert data["expert"]["name"] == "expert" and data["expert"]["agent"] == "plan"
     assert data["expert"]["columns"]["All"]["pass_rate"] >= 50  # taxi passes
-    assert "| Expert reference: expert |" in (rep / "report.md").read_text()
+    md = (rep / "report.md").read_text()
+    assert "| Expert reference (privileged upper bound): expert |" in md
+    # the evaluated tasks' provenance, from the task data
+    from vical.spec import origin_counts
+
+    prov = data["analyses"]["provenance"]
+    counts = origin_counts([get_task("taxi/state1"), get_task("cartpole/seed41")])
+    assert prov["tasks"] == 2 and prov["unknown"] == []
+    assert {"starts": prov["starts"], "clips": prov["clips"]} == counts
+    n_clips = sum(counts["clips"].values())
+    assert "## Provenance of the start states and demonstrations" in md
+    assert f"Their {n_clips} distinct demonstration clips" in " ".join(md.split())
 
 
 def test_baseline_expert_refuses_tasks_without_plans(tmp_path):
@@ -159,10 +171,25 @@ def test_report_prints_and_writes_both_reference_rows(tmp_path):
     assert {x["run"] for x in data["analyses"]["fixation"]} == {"model-a", "random-ref"}
     assert {s["best_score"] for s in data["analyses"]["strata"]} <= {40}
     md = (out / "report.md").read_text()
-    i_rand = md.index("| Random reference: random-ref |")
-    i_exp = md.index("| Expert reference: expert-ref |")
-    assert i_rand < i_exp < md.index("Random (paper)")
-    assert "expert-ref S" in md  # the per-environment means
-    assert "Expert reference: expert-ref (3 episodes, 3 tasks)" in md
+    label = "Expert reference (privileged upper bound)"
+    # Table 1 holds the paper's Human row and no expert: the expert has a table of its own
+    table1 = md[md.index("## Table 1: score") : md.index("## Table 1 uncertainty")]
+    assert "| Random reference: random-ref |" in table1 and "| Human (paper) |" in table1
+    assert "expert" not in table1.split("\n\n", 2)[2].lower()  # no expert row
+    expert = md[md.index("## Expert reference: a privileged upper bound") :]
+    expert = expert[: expert.index("\n## ")]
+    assert f"| {label}: expert-ref |" in expert and "Human" not in expert.split("|", 1)[1]
+    flat = " ".join(expert.split())
+    for reads in ("not a human baseline", "save and restore", "RAM", "known seed"):
+        assert reads in flat, reads
+    assert "| 95% interval (environments resampled) |" in expert
+    assert "expert-ref (privileged expert) S" in md  # the per-environment means
+    assert f"{label}: expert-ref (3 episodes, 3 tasks; not a human baseline)" in md
+    assert data["expert_note"].startswith("The expert reference is a privileged upper bound")
+    assert "privileged expert: an upper bound" in " ".join(r.stdout.split())
     html = (out / "report.html").read_text()
-    assert "Expert reference: expert-ref" in html and "Random reference: random-ref" in html
+    assert f"{label}, not a human baseline: expert-ref" in html
+    assert "Random reference: random-ref" in html
+    # the fake runs' task ids are not in the task data: their provenance is not claimed
+    assert data["analyses"]["provenance"]["tasks"] == 0
+    assert "None of the 3 evaluated task ids is in the installed task data" in md

@@ -54,7 +54,7 @@ def write_report(opts: ReportOptions) -> None:
             fail(f"--paired: {e}")
     target = opts.out or (runs[0] if len(runs) == 1 else Path("report"))
     paths = write_document(doc, target, html=opts.html)
-    refs = {"random ref.": doc["random"], "expert ref.": doc.get("expert")}
+    refs = {"random ref.": doc["random"], "privileged expert": doc.get("expert")}
     reports = [*doc["runs"], *(r for r in refs.values() if r is not None)]
     table = Table(title="V-ICAL results")
     table.add_column("column")
@@ -73,6 +73,12 @@ def write_report(opts: ReportOptions) -> None:
         table.add_row(c, *cells)
     console.print(table)
     console.print("S: score 0-100, P%: pass rate, by Table 1 column")
+    if doc.get("expert") is not None:
+        console.print(
+            "privileged expert: an upper bound that reads emulator or simulator state and "
+            "replays fixed plans on known seeds; not a human baseline",
+            soft_wrap=True,
+        )
     for r in reports:
         iv = (r.intervals or {}).get("All") or {}
         s, p = iv.get("score"), iv.get("pass_rate")
@@ -150,8 +156,10 @@ def report_cmd(
     expert: Path = typer.Option(
         None,
         "--expert",
-        help="Run folder of the expert reference (vical baseline expert): adds its Table-1 "
-        "row, after the random one; it is not pooled into the runs or the analyses.",
+        help="Run folder of the expert reference (vical baseline expert): adds its own "
+        "table after Table 1, labelled a privileged upper bound (its plans read emulator or "
+        "simulator state and replay on known seeds; not a human row); it is not pooled into "
+        "the runs or the analyses.",
     ),
     strip_task: str = typer.Option(
         None,

@@ -606,6 +606,27 @@ def demo_context(tasks: list[TaskSpec] | None = None) -> dict[str, Any]:
     }
 
 
+def provenance(task_ids: Iterable[str]) -> dict[str, Any]:
+    """Who made the start sequences and demo clips of the evaluated tasks.
+
+    Read from the installed task data (its digest is named): ``starts`` counts the
+    tasks' start sequences by origin (paper, generated, human), ``clips`` their
+    distinct demo clips (search, scripted, human; :func:`vical.spec.origin_counts`).
+    Task ids the task data does not hold are listed in ``unknown``, not counted.
+    """
+    from vical.spec import all_tasks, origin_counts, tasks_digest
+
+    known = {t.id: t for t in all_tasks()}
+    ids = sorted(set(task_ids))
+    tasks = [known[i] for i in ids if i in known]
+    return {
+        "tasks": len(tasks),
+        "unknown": [i for i in ids if i not in known],
+        "digest": tasks_digest(),
+        **origin_counts(tasks),
+    }
+
+
 def pick_strip_task(runs: Runs) -> str | None:
     """A task every run played, preferring one whose episodes differ in outcome, then length."""
     sets = [{r.task_id for r in rs} for rs in runs.values() if rs]

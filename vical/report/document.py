@@ -134,6 +134,7 @@ def build_document(
             else None
         ),
         "demo_context": an.demo_context() if demo_context else None,
+        "provenance": an.provenance(r.task_id for r in pooled),
         "trajectory_task": task,
         "trajectories": an.trajectory_rows(runs, task) if task else [],
     }
@@ -242,11 +243,15 @@ def make_figures(doc: dict[str, Any]) -> dict[str, tuple[str, bytes]]:
 
 
 def document_json(doc: dict[str, Any], figures: dict[str, tuple[str, bytes]]) -> dict[str, Any]:
+    from vical.report.sections import EXPERT_NOTE
+
     out: dict[str, Any] = _clean(
         {
             "runs": [r.model_dump() for r in doc["runs"]],
             "random": doc["random"].model_dump() if doc["random"] else None,
             "expert": doc["expert"].model_dump() if doc.get("expert") else None,
+            # what the expert reads: a privileged upper bound, not a human baseline
+            **({"expert_note": EXPERT_NOTE} if doc.get("expert") else {}),
             "analyses": doc["analyses"],
             "infrastructure_failures": doc.get("infrastructure_failures", {}),
             "usage": doc.get("usage"),
@@ -276,8 +281,13 @@ def render_document_markdown(doc: dict[str, Any], figures: dict[str, tuple[str, 
         rr = doc["random"]
         head.append(f"Random reference: {rr.name} ({rr.n_episodes} episodes, {rr.n_tasks} tasks)")
     if doc.get("expert") is not None:
+        from vical.report.sections import EXPERT_LABEL
+
         er = doc["expert"]
-        head.append(f"Expert reference: {er.name} ({er.n_episodes} episodes, {er.n_tasks} tasks)")
+        head.append(
+            f"{EXPERT_LABEL}: {er.name} ({er.n_episodes} episodes, {er.n_tasks} tasks; "
+            "not a human baseline)"
+        )
     for name, eps in (doc.get("infrastructure_failures") or {}).items():
         head.append(
             f"Not scored: {len(eps)} episode(s) of {name} ended in an infrastructure "

@@ -12,7 +12,7 @@ from html import escape
 from typing import Any
 
 from vical import __version__
-from vical.report.sections import Section, report_sections
+from vical.report.sections import EXPERT_LABEL, Section, report_sections
 
 _CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2rem auto;
@@ -28,6 +28,7 @@ th, td { border: 1px solid #d0d0d7; padding: 0.25rem 0.5rem; text-align: right; 
 th { background: #f0f0f5; position: sticky; top: 0; }
 td:first-child, th:first-child { text-align: left; }
 tr.reference td { background: #fff8e1; }
+tr.expert td { background: #eef4ff; }
 tr.paper td { color: #666; font-style: italic; }
 figure { margin: 1rem 0; }
 figure img { max-width: 100%; border: 1px solid #e0e0e6; }
@@ -91,8 +92,11 @@ def render_html(
         f"{escape(r.name)} ({escape(r.agent)}, {r.n_episodes} episodes)" for r in doc["runs"]
     )
     ref_line = "".join(
-        f"<p>{kind} reference: {escape(ref.name)} ({ref.n_episodes} episodes)</p>"
-        for kind, ref in (("Random", doc["random"]), ("Expert", doc.get("expert")))
+        f"<p>{escape(kind)}: {escape(ref.name)} ({ref.n_episodes} episodes)</p>"
+        for kind, ref in (
+            ("Random reference", doc["random"]),
+            (EXPERT_LABEL + ", not a human baseline", doc.get("expert")),
+        )
         if ref
     )
     nav = "".join(f'<a href="#{s.key}">{escape(s.title)}</a>' for s in sections)

@@ -44,37 +44,54 @@ def _p(x: float | None) -> str:
     return f"{x:.2g}" if x < 0.001 else f"{x:.3f}"
 
 
+# The expert reference's label and what it reads, wherever the report shows it.
+EXPERT_LABEL = "Expert reference (privileged upper bound)"
+EXPERT_NOTE = (
+    "The expert reference is a privileged upper bound, not a human baseline. Its "
+    "actions were planned offline by players that read what an agent never sees: the "
+    "emulator's or simulator's save and restore (searching future frames), the game's "
+    "RAM and the simulator's internal state (positions, the vehicle list, the board, "
+    "the grid), and they are replayed as fixed action lists on each task's known seed, "
+    "which works only because every task starts the same way. vical has no human row "
+    "of its own: the Human row in Table 1 is the paper's, and a person's `vical play` "
+    "run appears there as 'Human: <run>'."
+)
+
+
 def _ref_label(r: RunReport, random: RunReport | None, expert: RunReport | None) -> str | None:
     """A reference run's row label ("Random reference: <run>"), None for a compared run."""
     if r is random:
         return f"Random reference: {r.name}"
     if r is expert:
-        return f"Expert reference: {r.name}"
+        return f"{EXPERT_LABEL}: {r.name}"
     return None
 
 
-def _table1(
-    runs: list[RunReport], random: RunReport | None, expert: RunReport | None = None
-) -> Section:
+def _table1_cells(rep: RunReport) -> list[str]:
+    cells = []
+    for c in TABLE1_COLUMNS:
+        cell = rep.columns[c]
+        cells += [_f(cell.score), _f(cell.pass_rate, 0)]
+    return cells
+
+
+def _table1(runs: list[RunReport], random: RunReport | None) -> Section:
+    """Table 1: the compared runs, the random reference and the paper's rows.
+
+    The expert reference is not a row here (:func:`_expert_reference`): this table
+    holds the paper's Human row, and a privileged program must not stand beside it.
+    """
     headers = ["Model"] + [f"{c} {m}" for c in TABLE1_COLUMNS for m in ("S", "P%")]
     rows, classes = [], []
-
-    def row(label: str, rep: RunReport) -> list[str]:
-        cells = [label]
-        for c in TABLE1_COLUMNS:
-            cell = rep.columns[c]
-            cells += [_f(cell.score), _f(cell.pass_rate, 0)]
-        return cells
-
     for r in runs:
         # a `vical play` run (agent human) is a Human row, beside the paper's Human row
         human = r.agent == "human"
-        rows.append(row(f"Human: {r.name}" if human else f"{r.name} ({r.agent})", r))
+        label = f"Human: {r.name}" if human else f"{r.name} ({r.agent})"
+        rows.append([label, *_table1_cells(r)])
         classes.append("run human" if human else "run")
-    for ref in (random, expert):
-        if ref is not None:
-            rows.append(row(_ref_label(ref, random, expert) or ref.name, ref))
-            classes.append("reference")
+    if random is not None:
+        rows.append([f"Random reference: {random.name}", *_table1_cells(random)])
+        classes.append("reference")
     for label, vals in TABLE1_REFERENCE.items():
         rows.append([label] + [x for s, p in vals for x in (f"{s:.1f}", str(p))])
         classes.append("paper")
@@ -83,13 +100,42 @@ def _table1(
         "Table 1: score S and pass rate P% by category",
         "S: normalized score (0–100); P%: pass rate. Task scores are averaged over runs, then "
         "over the tasks of each environment; every column weights its environments equally "
-        "(an environment with several type tags counts in each). The random and expert "
-        "reference rows are not pooled into the compared runs. Rows marked (paper) are the "
-        "paper's published numbers, for comparison.",
+        "(an environment with several type tags counts in each). The random reference row is "
+        "not pooled into the compared runs. Rows marked (paper) are the paper's published "
+        "numbers, for comparison: its Human row is the paper's participants, not a vical run. "
+        "The expert reference, when given, has its own table below.",
         headers,
         rows,
         row_classes=classes,
     )
+
+
+def _expert_reference(expert: RunReport | None) -> Section | None:
+    """The expert reference in a table of its own, labelled a privileged upper bound."""
+    if expert is None:
+        return None
+    headers = ["Model"] + [f"{c} {m}" for c in TABLE1_COLUMNS for m in ("S", "P%")]
+    rows = [[f"{EXPERT_LABEL}: {expert.name}", *_table1_cells(expert)]]
+    if expert.intervals:
+        cells = [f"{_level(expert)} interval (environments resampled)"]
+        for c in TABLE1_COLUMNS:
+            iv = expert.intervals.get(c) or {}
+            cells += [_span(iv.get("score"), 1), _span(iv.get("pass_rate"), 0)]
+        rows.append(cells)
+    return Section(
+        "expert_reference",
+        "Expert reference: a privileged upper bound",
+        EXPERT_NOTE + " Its scores bound the scale from above; they are not pooled into the "
+        "compared runs or the analyses.",
+        headers,
+        rows,
+        row_classes=["reference expert"] * len(rows),
+    )
+
+
+def _level(r: RunReport) -> str:
+    first = next((iv for cell in (r.intervals or {}).values() for iv in cell.values() if iv), None)
+    return f"{100 * first['level']:.0f}%" if first else "95%"
 
 
 def _span(iv: dict[str, Any] | None, d: int) -> str:
@@ -99,10 +145,8 @@ def _span(iv: dict[str, Any] | None, d: int) -> str:
     return f"[{iv['low']:.{d}f}, {iv['high']:.{d}f}]"
 
 
-def _table1_intervals(
-    runs: list[RunReport], random: RunReport | None, expert: RunReport | None = None
-) -> Section | None:
-    refs = [r for r in (random, expert) if r is not None]
+def _table1_intervals(runs: list[RunReport], random: RunReport | None) -> Section | None:
+    refs = [r for r in (random,) if r is not None]
     reps = [r for r in [*runs, *refs] if r.intervals]
     if not reps:
         return None
@@ -116,7 +160,7 @@ def _table1_intervals(
     rows = []
     for r in reps:
         assert r.intervals is not None
-        label = _ref_label(r, random, expert) or f"{r.name} ({r.agent})"
+        label = _ref_label(r, random, None) or f"{r.name} ({r.agent})"
         cells = [label]
         for c in TABLE1_COLUMNS:
             iv = r.intervals.get(c) or {}
@@ -224,7 +268,11 @@ def _per_env(
     runs: list[RunReport], random: RunReport | None, expert: RunReport | None = None
 ) -> Section:
     reps = [*runs, *(r for r in (random, expert) if r is not None)]
-    headers = ["Environment", "Tags"] + [f"{r.name} {m}" for r in reps for m in ("S", "P%")]
+
+    def name(r: RunReport) -> str:
+        return f"{r.name} (privileged expert)" if r is expert else r.name
+
+    headers = ["Environment", "Tags"] + [f"{name(r)} {m}" for r in reps for m in ("S", "P%")]
     envs = sorted({e.env for r in reps for e in r.envs})
     rows = []
     for e in envs:
@@ -237,7 +285,12 @@ def _per_env(
     return Section(
         "per_env",
         "Per-environment means",
-        "Mean score and pass rate per environment (over tasks, each task averaged over its runs).",
+        "Mean score and pass rate per environment (over tasks, each task averaged over its runs)."
+        + (
+            " The privileged expert's columns are an upper bound (see the expert reference)."
+            if expert is not None
+            else ""
+        ),
         headers,
         rows,
     )
@@ -620,13 +673,78 @@ def _usage(usage: dict[str, Any] | None) -> Section | None:
     )
 
 
+def provenance_sentence(prov: dict[str, Any]) -> str:
+    """The evaluated tasks' provenance in one sentence (shares of starts and clips)."""
+    share = _share
+    st, cl = prov["starts"], prov["clips"]
+    n_st, n_cl = sum(st.values()), sum(cl.values())
+    text = (
+        f"Of the {prov['tasks']} evaluated tasks, {n_st} start from a replayed start "
+        f"sequence: {share(st['paper'], n_st)} the paper's, {share(st['generated'], n_st)} "
+        f"generated by seeded recipes, {share(st['human'], n_st)} recorded by people. Their "
+        f"{n_cl} distinct demonstration clips: {share(cl['search'], n_cl)} from search "
+        f"experts, {share(cl['scripted'], n_cl)} from scripted programs, "
+        f"{share(cl['human'], n_cl)} from people."
+    )
+    if prov["unknown"]:
+        text += (
+            f" {len(prov['unknown'])} task(s) are not in the installed task data and are "
+            "not counted."
+        )
+    return text
+
+
+def _provenance(prov: dict[str, Any] | None) -> Section | None:
+    """Who made the evaluated tasks' start sequences and demo clips (shares by origin)."""
+    headers = ["Material", "Count", "Paper", "Generated", "Human", "Search", "Scripted"]
+    if not prov or not (prov["tasks"] or prov["unknown"]):
+        return None
+    if not prov["tasks"]:
+        return Section(
+            "provenance",
+            "Provenance of the start states and demonstrations",
+            f"None of the {len(prov['unknown'])} evaluated task ids is in the installed task "
+            f"data (digest {prov['digest'][:12]}…): who made their start states and "
+            "demonstrations is not known here.",
+            headers,
+            [],
+        )
+    st, cl = prov["starts"], prov["clips"]
+    rows = [
+        ["start sequences", str(sum(st.values()))]
+        + [_share(st[o], sum(st.values())) for o in ("paper", "generated", "human")]
+        + ["–", "–"],
+        ["demonstration clips", str(sum(cl.values()))]
+        + ["–", "–", _share(cl["human"], sum(cl.values()))]
+        + [_share(cl[o], sum(cl.values())) for o in ("search", "scripted")],
+    ]
+    return Section(
+        "provenance",
+        "Provenance of the start states and demonstrations",
+        provenance_sentence(prov)
+        + " Counted from the installed task data (digest "
+        + f"{prov['digest'][:12]}…) over the compared runs' tasks; a clip shown with "
+        "several tasks of an environment counts once. The paper's human-initialized starts "
+        "and its clips were made by people; `vical tasks show <task>` names each one's "
+        "source.",
+        headers,
+        rows,
+    )
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part} ({100 * part / whole:.0f}%)" if whole else str(part)
+
+
 def report_sections(doc: dict[str, Any]) -> list[Section]:
     """Every section of the report, in reading order; optional ones only when their data exists."""
     a = doc["analyses"]
     runs, random, expert = doc["runs"], doc["random"], doc.get("expert")
     sections = [
-        _table1(runs, random, expert),
-        _table1_intervals(runs, random, expert),
+        _table1(runs, random),
+        _table1_intervals(runs, random),
+        _expert_reference(expert),
+        _provenance(a.get("provenance")),
         _paired(doc.get("paired")),
         _table5(doc.get("table5")),
         _per_env(runs, random, expert),
