@@ -402,8 +402,10 @@ def test_battlezone_hit_then_death_fails():
     score, passed, outcome, scores, lost = play("battlezone/m2-s110-b", ["Shoot"] * 50)
     assert outcome == "Terminated" and lost == 1 and not passed
     assert 3 < len(scores) < 50
-    # the hit's timing credit is kept: 40 + 30 * (1 - 2/50), plus the decisions survived
-    assert score >= 40 + 30 * (1 - 2 / 50)
+    # the cap after death: the hit's 40 + 30 * (1 - 2/50) is not kept, only what a live
+    # player without a hit could score (the survival part, 30)
+    assert score == pytest.approx(30.0)
+    assert max(scores[:-1]) >= 40 + 30 * (1 - 2 / 50)  # held while the tank was alive
 
 
 def test_berzerk_points_without_survival_do_not_pass():
