@@ -42,6 +42,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from vical.errors import VicalError
 from vical.run.episode import episode_seed
 from vical.spec import TaskSpec
 
@@ -53,9 +54,9 @@ MARGIN = 10.0
 RANDOM_RUNS = 3
 RUN_SEED = 0  # ``vical baseline random``'s default run seed
 ALL_PAIRS = 15  # every pair while the vocabulary has at most this many pairs (6 actions)
-CYCLES_PER_PERIOD = 6
+CYCLES_PER_PERIOD = 4
 STICKY_P = (0.5, 0.9)
-STICKY_RUNS = 2
+STICKY_RUNS = 1
 
 Pick = Callable[[int], str]
 
@@ -365,21 +366,28 @@ def run_screen(
     plans, note = load_expert_plans(plans_path)
     jobs = [(t.id, _expert_plan(t, plans)) for t in tasks]
     found: dict[str, TaskScreen] = {}
-    errors: dict[str, BaseException] = {}
+    errors: list[tuple[str, BaseException]] = []
 
-    def on_result(job: tuple[str, Any], value: Any, error: BaseException | None) -> None:
-        if error is not None:
-            errors[job[0]] = error
-            return
+    def on_result(job: tuple[str, Any], value: Any, error: BaseException | None) -> bool:
+        if error is not None:  # a failure to play is never a verdict: stop at once
+            errors.append((job[0], error))
+            return False
         found[job[0]] = value
         if on_task is not None:
             on_task(value)
+        return True
 
     run_pool(screen_task, jobs, max(1, min(workers, len(jobs))), on_result)
     if errors:
-        tid, err = next(iter(errors.items()))
-        raise RuntimeError(f"the screen could not play {tid}: {type(err).__name__}: {err}")
+        tid, err = errors[0]
+        raise ScreenError(f"the screen could not play {tid}: {type(err).__name__}: {err}")
     return [found[t.id] for t in tasks], note
+
+
+class ScreenError(VicalError):
+    """A task could not be played (a broken simulator or task file): no verdict."""
+
+    exit_code = 1
 
 
 def summary(results: Iterable[TaskScreen]) -> dict[str, int]:
