@@ -192,6 +192,21 @@ def test_browser_recordings_go_through_check_pack_and_a_run(browser, tmp_path):
     finally:
         env.close()
     assert last == "data:image/png;base64," + png
+    # both are recorded: the same sessions opened again have nothing left to do
+    from vical.cli.play import write_recording
+
+    prov = Provenance(PLAYER, CONSENT, DAY)
+    for kind, task_id, clip in (("demo", "cliffwalking/base", CLIP), ("start", START_TASK, None)):
+        with PlaySession(
+            out,
+            select_tasks(task_id),
+            PLAYER,
+            record=kind,
+            clip=clip,
+            provenance=prov,
+            writer=write_recording,
+        ) as again:
+            assert again.phase() == "done" and again.pending() == []
 
     # the maintainer's commands on the folder: pack, check, then a run and a render
     overlay = {"VICAL_TASKS_DIR": str(out)}
@@ -202,6 +217,11 @@ def test_browser_recordings_go_through_check_pack_and_a_run(browser, tmp_path):
     assert code == 0 and "no problems in 1 task file(s), 5 task(s), 3 demo clip(s)" in err, (
         text + err
     )
+    # the check names what a person recorded, with the player, the date and the consent
+    path = out / "cliffwalking.yaml"
+    for what in (f"clip {CLIP}", f"start of {START_TASK}"):
+        assert f"{path}: {what}: recorded by {PLAYER} on {DAY}; consent: {CONSENT}\n" in err
+    assert err.count("recorded by") == 2
     run = tmp_path / "run"
     ev = _vical(
         *("eval", "--agent", "random", "--tasks", f"cliffwalking/base,{START_TASK}"),

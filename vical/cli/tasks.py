@@ -75,6 +75,8 @@ def tasks_check(
     start and every action, checks budgets and determinism with a random episode,
     and replays every demo clip to its label. Game modules are found as for any
     run (a module beside the file must be the one found: $VICAL_GAME_PACKAGES).
+    Material recorded by a person (vical play --record) is listed with the player,
+    the date and the consent line.
     """
     from vical.demos.taskcheck import check_folder
 
@@ -86,6 +88,8 @@ def tasks_check(
         sys.stdout.flush()
 
     report = check_folder(folder, on_problem=show)
+    for line in report.human:  # recorded by a person: whose play, and their consent
+        sys.stderr.write(line + "\n")
     counts = f"{report.files} task file(s), {report.tasks} task(s), {report.clips} demo clip(s)"
     if report.problems:
         sys.stderr.write(f"{len(report.problems)} problem(s) in {counts}\n")

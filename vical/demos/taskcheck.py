@@ -21,6 +21,10 @@ for every file of a folder (or one file):
   clips has a ``demo_quota`` and packing under it leaves the stored packages as
   they are (``vical demos pack --check``).
 
+Material recorded by a person (``vical play --record``: a ``human:`` source) is
+checked like any other; the report lists it with the player, the date and the
+consent line (:attr:`CheckReport.human`), for the maintainer who adopts it.
+
 Each problem is one line naming the file, and the task or clip where there is one.
 """
 
@@ -45,6 +49,7 @@ class CheckReport:
     files: int = 0
     tasks: int = 0
     clips: int = 0
+    human: list[str] = field(default_factory=list)  # recorded by a person, one line each
 
 
 def _one_line(e: BaseException) -> str:
@@ -92,6 +97,7 @@ def _check_file(path: Path, report: CheckReport) -> list[str]:
         return problems
     tasks = [TaskSpec(env=spec, variant=v) for v in spec.tasks]
     report.tasks += len(tasks)
+    report.human += _human_material(tasks, path)
     starts: dict[str, list[TaskSpec]] = {}
     for task in tasks:
         start, task_problems = _check_task(task, path)
@@ -102,6 +108,26 @@ def _check_file(path: Path, report: CheckReport) -> list[str]:
     if not problems:  # demo replays need playable starts
         problems += _demo_problems(spec, tasks, path, report)
     return problems
+
+
+def _human_material(tasks: list[TaskSpec], path: Path) -> list[str]:
+    """One line per start sequence and distinct clip recorded by a person: who, when and
+    the consent line."""
+    from vical.spec import parse_human_source
+
+    lines: list[str] = []
+    seen: set[str] = set()
+    for t in tasks:
+        found = [(f"start of {t.id}", t.variant.init_source)] if t.variant.init_origin else []
+        found += [(f"clip {c.id}", c.source) for c in t.variant.demos if c.id not in seen]
+        seen |= {c.id for c in t.variant.demos}
+        for what, source in found:
+            if source is not None and source.lstrip().startswith("human:"):
+                h = parse_human_source(source)
+                lines.append(
+                    f"{path}: {what}: recorded by {h.player} on {h.date}; consent: {h.consent}"
+                )
+    return lines
 
 
 def _game_module_problems(spec: EnvSpec, path: Path) -> list[str]:
