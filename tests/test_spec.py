@@ -481,3 +481,17 @@ def test_human_source_builds_the_agreed_form():
         human_source("Lovelace, Ada", "2026-12-03", CONSENT)
     with pytest.raises(ValueError, match="empty consent"):
         human_source("Ada", "2026-12-03", "   ")
+
+
+def test_the_readme_states_the_provenance_the_task_data_has():
+    """README's provenance sentences hold for the task data: change both together when
+    human recordings are adopted."""
+    from vical.spec import all_tasks, origin_counts
+
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    counts = origin_counts(all_tasks())
+    assert "only the three of Figure 5 are the paper's; every other one is generated" in readme
+    assert counts["starts"]["paper"] == 3 and counts["starts"]["human"] == 0
+    assert "Every demonstration clip comes from a search or scripted player" in readme
+    assert counts["clips"]["human"] == 0
+    assert "human-init action sequences (Table 8, 9) are replayed" not in readme
