@@ -559,7 +559,9 @@ def baseline_expert(
     """The expert reference: each task's planned actions, replayed, as a normal run folder.
 
     The plans were made offline (search and scripted experts, never imported at run
-    time). One run per task: the expert is deterministic. After a plan ends, the
+    time) by players that read emulator or simulator state (save and restore, RAM,
+    internal state), so the run is a privileged upper bound, not a human baseline.
+    One run per task: the expert is deterministic. After a plan ends, the
     task's NOOP (else its first action) is played. Tasks without a plan are refused
     up front; choose planned tasks with --tasks.
     """

@@ -60,7 +60,9 @@ def build_document(
     The references get their own labelled rows in Table 1, its intervals and the
     per-environment means; neither is pooled into the compared runs. The random
     reference also feeds the analyses made against it (difficulty strata, failure
-    modes); the expert reference (``vical baseline expert``) is a row only.
+    modes); the expert reference (``vical baseline expert``) only gets its own table,
+    labelled a privileged upper bound. ``analyses["provenance"]`` counts who made the
+    compared runs' tasks' start sequences and demo clips.
 
     Raises FileNotFoundError / ValueError for a missing or empty run folder.
     """
