@@ -138,6 +138,8 @@ def _record_start_in_a_session(browser, out: Path) -> str:
         page.keyboard.press("Enter")  # set the start here
         page.wait_for_selector("#over:not([hidden])", timeout=30_000)
         assert page.locator("#over-applied li").all_inner_texts() == START
+        assert page.inner_text("#over-title") == "Recording over"
+        assert page.inner_text("#progress").startswith(f"player {PLAYER} · 1 of 1 recordings")
         assert page.inner_text("#written-path") == str(out / "cliffwalking.yaml")
     finally:
         server.close()

@@ -175,7 +175,8 @@ function draw(s) {
   // "episode 2 of 4", not "task 2 of 4"
   const one = s.unit.replace(/s$/, "");
   $("progress").textContent = s.total
-    ? `participant ${s.participant} · ${s.finished} of ${s.total} ${s.unit} done`
+    ? `${s.unit === "recordings" ? "player" : "participant"} ${s.participant} · `
+      + `${s.finished} of ${s.total} ${s.unit} done`
       + (s.position ? ` · ${one} ${s.position} of ${s.total}` : "")
     : "";
   if (s.task) drawBrief(s.task);
@@ -200,6 +201,7 @@ function draw(s) {
     const o = s.over || {};
     drawApplied(o.applied, "over-applied");
     const rec = s.task && s.task.record;
+    $("over-title").textContent = rec ? "Recording over" : "Episode over";
     $("over-text").textContent = o.error
       ? `The ${rec ? "recording" : "episode"} was not kept: ${o.error}`
       : rec && rec.kind === "start"
