@@ -132,7 +132,6 @@ class Rules(_Strict):
 # ---------------------------------------------------------------------------
 # Where a start sequence or a demo clip comes from (its origin)
 # ---------------------------------------------------------------------------
-Origin = Literal["paper", "generated", "search", "scripted", "human"]
 ORIGINS: tuple[str, ...] = ("paper", "generated", "search", "scripted", "human")
 # a start sequence (TaskVariant.init_source) and a demo clip (DemoClip.source)
 INIT_ORIGINS: tuple[str, ...] = ("paper", "generated", "human")
