@@ -21,6 +21,7 @@ the order ``vical --help`` lists them:
 ``inspect_import``  ``vical import-inspect`` (an Inspect AI log as a run folder)
 ``audit``    ``vical audit RUN|run|report|sample|label|agreement`` (trajectory audits)
 ``wm``       ``vical wm build|eval|report|submit|verify`` (the world-model track)
+``hub``      ``vical hub serve|worker|admin|register|status`` (the leaderboard service)
 
 Start-up stays light: at import time these modules load only the standard library,
 typer, rich and two stdlib-only vical modules (errors, paper). Each command imports
@@ -46,6 +47,7 @@ from vical.cli.dataset import dataset_app
 from vical.cli.demos import demos_app
 from vical.cli.doctor import doctor_cmd
 from vical.cli.eval import ApiOptions, EvalOptions, baseline_app, eval_cmd
+from vical.cli.hub import hub_app
 from vical.cli.inspect_import import import_inspect_cmd
 from vical.cli.play import play_cmd
 from vical.cli.report import ReportOptions, report_cmd
@@ -110,6 +112,7 @@ app.add_typer(demos_app, name="demos")
 app.add_typer(dataset_app, name="dataset")
 app.add_typer(audit_app, name="audit")
 app.add_typer(wm_app, name="wm")
+app.add_typer(hub_app, name="hub")
 
 
 def main() -> None:

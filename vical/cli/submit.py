@@ -117,8 +117,15 @@ def submit_cmd(
     workdir: Path = typer.Option(
         Path("runs"), "--workdir", help="Where the image writes its run folder."
     ),
+    to: str = typer.Option(
+        None, "--to", help="A hub's URL: upload the bundle there and follow its verification."
+    ),
+    no_wait: bool = typer.Option(
+        False, "--no-wait", help="With --to: return once the hub has stored the bundle."
+    ),
 ) -> None:
-    """Pack a run into a signed bundle, or with --endpoint, run the pinned image first."""
+    """Pack a run into a signed bundle, or with --endpoint, run the pinned image first;
+    with --to, upload it to a hub and follow it to the verdict (exit 1 unless accepted)."""
     from vical.submit.bundle import BundleError, make_bundle
     from vical.submit.keys import KeyError_
 
@@ -153,6 +160,27 @@ def submit_cmd(
         f"{'partial' if m['partial'] else 'complete'}, overall score "
         f"{m['summary']['columns']['All']['score']:.1f}"
     )
+    if to:
+        send_to_hub(to, out, key, wait=not no_wait)
+
+
+def send_to_hub(url: str, bundle: Path, key: Path, wait: bool) -> None:
+    """Upload ``bundle`` to the hub at ``url``; with ``wait``, follow it to its verdict."""
+    from vical.hub.client import follow, upload
+
+    def say(line: str) -> None:
+        console.print(line, markup=False, highlight=False)
+
+    s = upload(url, bundle, key, on_retry=say)
+    say(
+        f"uploaded: submission {s['id']} ({s['state']}); status page {url.rstrip('/')}"
+        f"{s['links']['page']}"
+    )
+    if not wait:
+        return
+    final = follow(url, s["id"], say)
+    if final["state"] != "accepted":
+        raise typer.Exit(1)
 
 
 def verify_cmd(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -66,10 +67,17 @@ def add(
     submissions: Path = SUBMISSIONS,
     workers: int | None = None,
     progress: bool = True,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> Path:
-    """Verify ``bundle`` and store its summary; returns the summary file."""
+    """Verify ``bundle`` and store its summary; returns the summary file.
+    ``on_progress(done, total)`` follows the replay (:func:`verify_bundle`)."""
     verdict = verify_bundle(
-        bundle, pubkeys=pubkeys, keyring=keyring, workers=workers, progress=progress
+        bundle,
+        pubkeys=pubkeys,
+        keyring=keyring,
+        workers=workers,
+        progress=progress,
+        on_progress=on_progress,
     )
     if not verdict.ok:
         bad = ", ".join(e.episode for e in verdict.mismatches[:5])
@@ -420,6 +428,9 @@ def _report_page(entry: dict[str, Any], viewer: str | None = None) -> str:
         + "<p><a href='../index.html'>back</a></p>"
         "</body></html>\n"
     )
+
+
+report_page = _report_page  # one submission's page, for the hub's live site (vical.hub.pages)
 
 
 def _markdown_rows(rows: list[dict[str, Any]], condition: bool = False) -> list[str]:

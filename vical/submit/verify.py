@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -450,6 +451,7 @@ def verify_bundle(
     shard: Shard | None = None,
     wm_cases: Path | None = None,
     accept_wm: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> Verdict:
     """Run every check; raise :class:`VerifyError` for a failed stage before replay.
 
@@ -463,7 +465,8 @@ def verify_bundle(
     verdict then speaks for that slice (:mod:`vical.submit.shards` merges them).
 
     Episode verdicts come back in the order of the bundle's episode folders
-    whatever the number of workers. A replay that crashes counts as a
+    whatever the number of workers. ``on_progress(done, total)`` is called as replayed
+    episodes come back (``vical hub``'s workers report it). A replay that crashes counts as a
     mismatch. Raises :class:`vical.run.pool.Interrupted` on SIGINT/SIGTERM
     during replay (``KeyboardInterrupt`` before it); the temporary unpack
     folder is removed either way.
@@ -528,6 +531,8 @@ def verify_bundle(
                 found[index] = EpisodeVerdict(name, not problems, problems)
                 verified[index] = verified_result(results[index], facts)
         bar.advance(pid, len(job))
+        if on_progress is not None:
+            on_progress(len(found), len(payloads))
         return True
 
     from vical.envs import preload
@@ -536,6 +541,8 @@ def verify_bundle(
     preload([get_task(t) for t in by_task])  # check_contents made sure each task exists
     with bar:
         pid = bar.add_task("", total=len(payloads))
+        if on_progress is not None:
+            on_progress(0, len(payloads))
         run_pool(_replay_task, list(by_task.values()), workers, on_result)
     verdicts = [found[i] for i in sorted(found)]
     ok = len(verdicts) == len(payloads) and all(v.ok for v in verdicts)

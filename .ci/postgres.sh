@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Start a throwaway PostgreSQL (the distribution's package) for the hub's tests and
+# print the URL they read from VICAL_TEST_POSTGRES. As root the server runs as the
+# `postgres` user. Usage: eval "$(bash .ci/postgres.sh [PORT])"; stop it with
+# `pg_ctl -D "$VICAL_TEST_PGDATA" stop`.
+set -euo pipefail
+port=${1:-55432}
+bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+[ -n "$bin" ] || { echo "echo 'PostgreSQL is not installed (apt-get install postgresql)' >&2; exit 1"; exit 1; }
+data=$(mktemp -d /tmp/vical-pg.XXXXXX)
+run=()
+if [ "$(id -u)" = 0 ]; then
+  chown postgres "$data"
+  run=(runuser -u postgres --)
+fi
+"${run[@]}" "$bin/initdb" -D "$data" -U postgres -A trust >/dev/null
+"${run[@]}" "$bin/pg_ctl" -D "$data" -l "$data/server.log" \
+  -o "-p $port -k $data -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off" \
+  -w start >/dev/null
+echo "export VICAL_TEST_POSTGRES=postgresql+psycopg://postgres@127.0.0.1:$port/postgres"
+echo "export VICAL_TEST_PGDATA=$data"
