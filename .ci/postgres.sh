@@ -2,7 +2,7 @@
 # Start a throwaway PostgreSQL (the distribution's package) for the hub's tests and
 # print the URL they read from VICAL_TEST_POSTGRES. As root the server runs as the
 # `postgres` user. Usage: eval "$(bash .ci/postgres.sh [PORT])"; stop it with
-# `pg_ctl -D "$VICAL_TEST_PGDATA" stop`.
+# eval "$VICAL_TEST_PGSTOP". fsync is off: a test server holds nothing worth keeping.
 set -euo pipefail
 port=${1:-55432}
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
@@ -19,3 +19,4 @@ fi
   -w start >/dev/null
 echo "export VICAL_TEST_POSTGRES=postgresql+psycopg://postgres@127.0.0.1:$port/postgres"
 echo "export VICAL_TEST_PGDATA=$data"
+echo "export VICAL_TEST_PGSTOP='${run[*]} $bin/pg_ctl -D $data -m fast stop'"

@@ -69,6 +69,7 @@ class Proc:
 
     def __init__(self, args: list[str], log: Path, env: dict[str, str]) -> None:
         self.log = log
+        log.parent.mkdir(parents=True, exist_ok=True)
         self._f = open(log, "ab")  # noqa: SIM115
         self.p = subprocess.Popen(
             [sys.executable, "-m", "vical.cli", "hub", *args],
@@ -140,3 +141,53 @@ def approve(url: str, key_file: Path, team: str = "Team A") -> str:
     )
     assert r.status_code == 200, r.text
     return str(kid)
+
+
+def model_run(out: Path, demos: bool = True, tasks: str = "taxi/state1,cliffwalking/base") -> Path:
+    """A run of the project's baseline model server (as the attack tests play it), its
+    self-check recorded as skipped so bundling it does not run the doctor."""
+    from vical.run import RunOptions, run_eval
+    from vical.run.doctor import skipped_entry
+    from vical.serve import BaselineServer
+    from vical.spec import select_tasks
+
+    with BaselineServer() as srv:
+        run_eval(
+            select_tasks(tasks),
+            out,
+            agent="openai-chat",
+            agent_kwargs={"endpoint": srv.openai_base_url, "model": "baseline"},
+            options=RunOptions(
+                workers=1, progress=False, demos=demos, doctor=skipped_entry("hub tests")
+            ),
+        )
+    return out
+
+
+def forged(kit: Path, key: Path, which: str, name: str, edit) -> Path:
+    """The bundle ``which`` edited by ``edit(root)`` and re-signed by the team's own key
+    (the attack tests' recipe, tests/test_submit_attacks.py)."""
+    from tests.test_submit import repack, unpack
+
+    root = unpack(kit / f"{which}.tar.gz", kit / f"u-{name}")
+    edit(root)
+    return repack(root, kit / f"{name}.tar.gz", rehash=True, resign_key=key)
+
+
+def put_headers_only(url: str, path: str, headers: dict[str, str]) -> tuple[int, dict]:
+    """Send a PUT's headers (its declared length among them) and no body; the answer."""
+    import http.client
+    import json
+    from urllib.parse import urlparse
+
+    u = urlparse(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    try:
+        conn.putrequest("PUT", path)
+        for k, v in headers.items():
+            conn.putheader(k, v)
+        conn.endheaders()
+        r = conn.getresponse()
+        return r.status, json.loads(r.read())
+    finally:
+        conn.close()

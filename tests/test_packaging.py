@@ -54,7 +54,7 @@ def test_import_layering_contracts_are_kept():
 
 RUNTIME = [
     "agent", "audit", "dataset", "demos", "envs", "gym", "interop", "outcomes", "paper",
-    "play", "report", "run", "serve", "spec", "submit", "view", "wm", "errors",
+    "play", "report", "run", "serve", "spec", "submit", "view", "wm", "errors", "hub",
 ]  # fmt: skip
 
 

@@ -96,6 +96,8 @@ PARSE_ONLY = {
     ("audit", "agreement"): "needs a person's labels",
     ("wm", "couple"): "plays 20 tasks three times through a baseline server (minutes)",
     ("wm", "couple-table"): "reads the coupled runs of the command before it",
+    ("hub", "serve"): "serves until interrupted; tests/test_hub_e2e.py runs it",
+    ("hub", "worker"): "works until interrupted; tests/test_hub_e2e.py runs it",
 }
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 
@@ -434,6 +436,8 @@ def treatment(path: tuple[str, ...], cmd: Command, params: dict) -> tuple[str, s
         return "parse", f"runs inside the vical image ({cmd.via})"
     if path == ("submit",) and params.get("endpoint"):
         return "parse", "evaluates in the pinned image (Docker/Podman) with the Hub dataset"
+    if path == ("submit",) and params.get("to"):
+        return "parse", "uploads to a running hub; tests/test_hub_e2e.py runs it"
     if path == ("eval",) and params.get("agent", "random") != "random":
         host = urlparse(params.get("endpoint") or "").hostname
         if host not in LOCAL_HOSTS:

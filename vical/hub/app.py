@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import signal
 import threading
 import time
 from collections import defaultdict, deque
@@ -574,5 +575,9 @@ def serve(cfg: HubConfig, host: str, port: int, on_ready: Callable[[], None] | N
         database=app.state.hub.engine.url.render_as_string(),
         store=str(Path(cfg.store_dir).resolve()),
     )
+    # uvicorn handles SIGTERM/SIGINT itself (stop accepting, finish requests in flight)
+    # and raises them again once it has stopped: the handlers it then finds end quietly
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)
     server.run()
     return 0

@@ -14,12 +14,28 @@ import contextlib
 import hashlib
 import os
 import re
+import socket
 import time
 from pathlib import Path
 
 from vical.hub.config import HubError
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
+_HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())[:64]
+
+
+def _orphan(name: str) -> bool:
+    """Whether a temporary upload was left by a process of this host that is gone."""
+    parts = name.split("-")
+    if len(parts) < 5 or parts[1] != _HOST or not parts[2].isdigit():
+        return False
+    try:
+        os.kill(int(parts[2]), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 class TooLarge(HubError):
@@ -42,7 +58,8 @@ class Upload:
         self.cap = cap
         self.size = 0
         self._hash = hashlib.sha256()
-        self.tmp = store.tmp_dir / f"up-{os.getpid()}-{time.monotonic_ns()}-{id(self)}"
+        # the host and process in the name: a restarted server removes what a dead one left
+        self.tmp = store.tmp_dir / f"up-{_HOST}-{os.getpid()}-{time.monotonic_ns()}-{id(self)}"
         self._f = open(self.tmp, "xb")  # noqa: SIM115 (closed by commit or discard)
 
     def write(self, chunk: bytes) -> None:
@@ -96,12 +113,13 @@ class BundleStore:
         return self.path(sha256).is_file()
 
     def sweep(self, older_than: float = 0.0) -> int:
-        """Remove temporary files of uploads that never finished; returns how many."""
+        """Remove temporary files of uploads that never finished (their process of this
+        host is gone, or they are older than ``older_than`` seconds); returns how many."""
         n = 0
         now = time.time()
         for p in self.tmp_dir.iterdir():
             try:
-                if now - p.stat().st_mtime >= older_than:
+                if _orphan(p.name) or now - p.stat().st_mtime >= older_than:
                     p.unlink()
                     n += 1
             except FileNotFoundError:

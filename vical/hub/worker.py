@@ -64,14 +64,24 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+# what a process past its address-space limit says, from Python, the loader, libc or C++
+_OUT_OF_MEMORY = (
+    "MemoryError",
+    "Cannot allocate memory",
+    "failed to map segment",
+    "out of memory",
+    "std::bad_alloc",
+)
+
+
 def _failure(rc: int, stderr: str, cfg: HubConfig) -> str:
     """A one-line reason for a child that ended without a verdict."""
-    if rc in (-signal.SIGXCPU, -signal.SIGKILL) and "MemoryError" not in stderr:
+    if rc == 3 or any(s.lower() in stderr.lower() for s in _OUT_OF_MEMORY):
+        return f"failed: verification passed its memory limit ({cfg.job_memory_bytes} bytes)"
+    if rc in (-signal.SIGXCPU, -signal.SIGKILL):
         return f"failed: verification passed its CPU-time limit ({cfg.job_cpu_seconds} s)"
     if rc == -signal.SIGXFSZ:
         return f"failed: verification wrote a file past the limit of {cfg.job_file_bytes} bytes"
-    if rc == 3 or "MemoryError" in stderr or "Cannot allocate memory" in stderr:
-        return f"failed: verification passed its memory limit ({cfg.job_memory_bytes} bytes)"
     last = stderr.strip().splitlines()[-1:] or [f"exit status {rc}"]
     return f"failed: verification stopped without a verdict ({last[0][:300]})"
 
