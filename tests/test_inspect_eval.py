@@ -8,21 +8,16 @@ Inspect log then opens with Inspect's reader, imports into a run folder
 (``vical import-inspect``), bundles and verifies; a tampered run and a tampered
 Inspect log fail.
 
-The one difference on the wire: Inspect's provider writes ``"detail": "auto"`` into
-every ``image_url`` part, which ``openai-chat`` leaves out (the API's default is the
-same). The server's ``random`` policy is seeded by the raw request body, so the
-Inspect requests pass through a small proxy that removes exactly that field; every
-other byte of every request reaches the server as Inspect sent it, and the proxy
-checks that it removed nothing else.
+Nothing stands between Inspect and the server: Inspect's provider writes
+``"detail": "auto"`` into every ``image_url`` part, which ``openai-chat`` leaves out,
+and the server's seeded policies answer from the conversation's content (texts,
+frames, turn), not from the bytes of the body, so both clients get the same answers.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-import threading
-import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -47,50 +42,6 @@ from vical.submit.verify import VerifyError, verify_bundle
 # one task each from classic control, ALE, Procgen, Toy Text, MiniGrid and Tetris
 TASKS = "cartpole/seed41,freeway/m0-lane7,bigfish/seed104,cliffwalking/base,lavacrossing/base,tetris/seed47"
 MODELS = ("expert", "random")
-DETAIL = b',"detail":"auto"}'
-
-
-class DetailProxy:
-    """Forwards POSTs to ``target`` with Inspect's ``"detail":"auto"`` removed."""
-
-    def __init__(self, target: str):
-        self.removed = 0
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                images = body.count(b'"type":"image_url"')
-                assert body.count(DETAIL) == images, "a detail other than auto, or elsewhere"
-                proxy.removed += images
-                body = body.replace(DETAIL, b"}")
-                req = urllib.request.Request(
-                    target + self.path,
-                    data=body,
-                    headers={"Content-Type": "application/json", "Authorization": "Bearer k"},
-                )
-                try:
-                    with urllib.request.urlopen(req, timeout=60) as r:
-                        status, data, ctype = r.status, r.read(), r.headers["Content-Type"]
-                except urllib.error.HTTPError as e:
-                    status, data, ctype = e.code, e.read(), e.headers["Content-Type"]
-                self.send_response(status)
-                self.send_header("Content-Type", ctype or "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -101,13 +52,12 @@ def played(tmp_path_factory):
     mp.setenv("VICAL_API_KEY", "k")
     out = {}
     with BaselineServer() as server:
-        proxy = DetailProxy(server.url)
         try:
             for model in MODELS:
                 logs = inspect_eval(
                     vical(tasks=TASKS),
                     model=f"openai-api/vical/{model}",
-                    model_base_url=proxy.url + "/v1",
+                    model_base_url=server.openai_base_url,
                     log_dir=str(d / f"logs-{model}"),
                     display="none",
                 )
@@ -133,10 +83,24 @@ def played(tmp_path_factory):
                 assert result.exit_code == 0, result.output
                 out[model] = (Path(logs[0].location), run)
         finally:
-            proxy.stop()
             mp.undo()
-        assert proxy.removed > 0
     return d, out
+
+
+def test_inspects_requests_reach_the_server_with_their_detail_field(played):
+    """No proxy evens the bodies out: what Inspect logged as sent has the field."""
+    _, out = played
+    ev = read_eval_log(str(out["random"][0]))
+    calls = [e.call for s in ev.samples for e in s.events if e.event == "model" and e.call]
+    parts = [
+        p
+        for c in calls
+        for m in c.request.get("messages", [])
+        if isinstance(m.get("content"), list)
+        for p in m["content"]
+        if p.get("type") == "image_url"
+    ]
+    assert parts and all(p["image_url"].get("detail") == "auto" for p in parts)
 
 
 def _inspect_results(log: Path) -> dict[str, dict]:

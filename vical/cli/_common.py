@@ -91,7 +91,7 @@ def _leave_now(signum: int, frame: Any) -> None:
 
 
 @contextlib.contextmanager
-def stop_signals() -> Iterator[Stop]:
+def stop_signals(serving: bool = False) -> Iterator[Stop]:
     """SIGTERM means what SIGINT (Ctrl-C) means, for a command that runs until stopped.
 
     The first SIGINT or SIGTERM raises KeyboardInterrupt in the main thread; the
@@ -104,6 +104,10 @@ def stop_signals() -> Iterator[Stop]:
     would kill the process instead of leaving it with status 130). A signal
     the process was started ignoring stays ignored. Handlers are only installed
     from the main thread.
+
+    ``serving``: for a command that serves until stopped (``play``, ``view``): the
+    first signal stops it and every later one is ignored, so it ends with status 0
+    however many Ctrl-C came.
     """
     stop = Stop()
     if threading.current_thread() is not threading.main_thread():
@@ -114,6 +118,9 @@ def stop_signals() -> Iterator[Stop]:
         if stop.received is not None:
             _leave_now(signum, frame)
         stop.received = signum
+        if serving:  # one stop; the later signals change nothing
+            for s in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(s, signal.SIG_IGN)
         raise KeyboardInterrupt
 
     # a signal ignored when we start (`nohup`, a background job of a script) stays so
@@ -132,9 +139,9 @@ def serve_page(server: Any, open_browser: bool, stopped: str = "stopped") -> Non
     """Serve a local page (``vical play``, ``vical view``) until Ctrl-C or SIGTERM:
     print its address, open it in the default browser when asked, close the server
     on leaving (the caller's ``with`` blocks then release what they hold)."""
-    console.print(f"open {server.url} in a browser; Ctrl-C stops")
-    with stop_signals() as stop:
-        try:
+    with stop_signals(serving=True) as stop:
+        try:  # the address inside: a Ctrl-C right after it is a stop like any other
+            console.print(f"open {server.url} in a browser; Ctrl-C stops")
             if open_browser:
                 import webbrowser
 

@@ -281,6 +281,16 @@ def run_and_report(opts: EvalOptions) -> None:
         interrupted(f"finished episodes are kept in {out}; to resume, run {resume}")
     except ValueError as e:
         fail(str(e))
+    except Exception as e:
+        from vical.run.ray_executor import RayClusterLost
+
+        if not isinstance(e, RayClusterLost):
+            raise
+        fail(
+            f"{e}; finished episodes are kept in {out}; once the cluster is back (or with "
+            f"another --ray-address), resume with {resume}",
+            e.exit_code,
+        )
     _closing_summary(summary, out)
     if opts.report and (summary.finished - len(summary.infra) > 0 or summary.skipped):
         write_report(ReportOptions(runs=(out,), out=out))

@@ -92,8 +92,14 @@ def serve_baseline(
     random, first, expert) for trying vical end to end without a real model.
 
     The model names it serves are printed at start-up; any other name is answered
-    with the provider's 404 (model not found) unless --any-model. Ctrl-C or SIGTERM
-    stops it.
+    with the provider's 404 (model not found) unless --any-model. The expert model
+    plays classic control with its controllers and Toy Text and MiniGrid with a
+    searched plan; on every other game it falls back to the random policy (the
+    reply's reasoning says so). The stronger plan expert of the reference runs is
+    `vical baseline expert`, which sends no request.
+
+    Ctrl-C or SIGTERM stops it: the requests in flight get their answers, further
+    signals are ignored, and it ends with status 0.
 
     Faults for testing, by model name fault-KIND[-once|-N|-always] (every request) or
     server-wide with --fault-rate/--fault-kinds (image-carrying turns only). The

@@ -172,7 +172,11 @@ def import_inspect_log(log: Path, out: Path) -> ImportSummary:
             summary.errored.append((sid, s.error.message.strip().splitlines()[0][:200]))
             continue
         data = (s.store or {}).get(STORE_KEY)
-        if not isinstance(data, dict) or data.get("format") != STORE_FORMAT:
+        if (
+            not isinstance(data, dict)
+            or data.get("format") != STORE_FORMAT
+            or data.get("cut_short")  # stopped by an Inspect limit: not a whole episode
+        ):
             summary.unfinished.append(sid)
             continue
         if sid != episode_name(data["task_id"], data["run_index"]):

@@ -54,6 +54,8 @@ from inspect_ai.scorer import (  # noqa: E402
 )
 from inspect_ai.solver import Generate, Solver, TaskState, solver  # noqa: E402
 
+from vical.interop import inspect_exit  # noqa: E402, F401  (its hook: no sample completed -> exit 1)
+
 STORE_KEY = "vical"
 STORE_FORMAT = 1
 FAMILIES = (
@@ -78,14 +80,14 @@ def _jsonable(obj: Any) -> Any:
 
 
 def episode_samples(
-    tasks: str | None, runs: int, seed: int, family: str | None = None
+    tasks: str | list[str] | None, runs: int, seed: int, family: str | None = None
 ) -> list[Sample]:
     """One sample per (task, run index), in ``vical eval``'s order: tasks, then runs."""
     from vical.outcomes import episode_name
     from vical.run.runner import episode_seed
     from vical.spec import select_tasks
 
-    chosen = select_tasks(tasks or None)
+    chosen = select_tasks(tasks)
     if family is not None:
         chosen = [t for t in chosen if t.env.family == family]
     if runs < 1:
@@ -135,8 +137,10 @@ def vical_player(
         raise ValueError(f"rules must be one of {', '.join(RULES_LEVELS)}, not {rules!r}")
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
+        import anyio
         import anyio.to_thread
         from inspect_ai.model import get_model
+        from inspect_ai.util import LimitExceededError
 
         from vical.agent import EpisodeContext, Observation
         from vical.envs import make_env
@@ -163,10 +167,56 @@ def vical_player(
         agent_time = 0.0
         decisions: list[dict[str, Any]] = []
         actions: list[str] = []
+        hashes: list[str] = []
+        agent_failure: str | None = None
+
+        def record(cut_short: str | None) -> None:
+            """The episode as it stands into the sample's store (``cut_short``: the
+            Inspect limit that stopped it before its end, or None)."""
+            score, passed, outcome = env.score(), env.passed(), env.outcome
+            if cut_short is None:
+                failure = episode_failure(outcome, passed, agent_failure)
+            else:  # a budget ran out, Inspect's instead of the task's step budget
+                failure = None if passed else FailureMode.TIMEOUT
+            usage: dict[str, int] = {}
+            for d in decisions:
+                for k, v in d["usage"].items():
+                    usage[k] = usage.get(k, 0) + int(v)
+            data = {
+                "format": STORE_FORMAT,
+                "task_id": task.id,
+                "run_index": meta["run_index"],
+                "seed": meta["seed"],
+                "demos": demos,
+                "rules": rules,
+                "decisions": decisions,
+                "result": {
+                    "score": score,
+                    "passed": passed,
+                    "outcome": outcome,
+                    "failure_mode": failure,
+                    "steps": len(actions),
+                    "actions": actions,
+                    "frame_hashes": hashes,
+                    "progress": env.progress(),
+                    "usage": usage,
+                },
+                "timing": {
+                    "started_at": started,
+                    "finished_at": _now(),
+                    "wall_seconds": round(time.perf_counter() - t0, 3),
+                    "agent_seconds": round(agent_time, 3),
+                },
+                "machine": machine(),
+            }
+            if cut_short is not None:
+                data["cut_short"] = cut_short
+            state.store.set(STORE_KEY, _jsonable(data))
+
         env = make_env(task)
         try:
             frame = env.reset()
-            hashes = [frame_sha256(frame)]
+            hashes.append(frame_sha256(frame))
             shown: list[Any] = []
             if demos and task.variant.demos:
                 from vical.demos import load_demo_package
@@ -184,14 +234,15 @@ def vical_player(
                 )
             )
             previous: str | None = None
-            agent_failure: str | None = None
             while not env.done:
                 obs = Observation(
                     step=env.steps, frame=frame, frame_sha256=hashes[-1], previous_action=previous
                 )
                 ta = time.perf_counter()
-                decision = await anyio.to_thread.run_sync(agent.act, obs)
-                agent_time += time.perf_counter() - ta
+                try:
+                    decision = await anyio.to_thread.run_sync(agent.act, obs)
+                finally:
+                    agent_time += time.perf_counter() - ta
                 decisions.append(
                     {
                         "step": obs.step,
@@ -208,55 +259,24 @@ def vical_player(
                 frame, previous = s.frame, decision.action
                 actions.append(decision.action)
                 hashes.append(s.frame_sha256)
-            score, passed, outcome = env.score(), env.passed(), env.outcome
-            progress = env.progress()
+            if agent_failure == FailureMode.API_ERROR:  # infrastructure: no result
+                raise RuntimeError(
+                    f"{task.id} run {meta['run_index']}: the model request failed "
+                    "(api_error); this is an infrastructure failure, not a result"
+                )
+            record(None)
+        except LimitExceededError as e:  # Inspect's message/token/... limit: truncated
+            record(e.type)
+            raise
+        except anyio.get_cancelled_exc_class():  # Inspect's time or working limit
+            if hashes:
+                record("time")
+            raise
         finally:
             env.close()
             agent.close()
-        failure = episode_failure(outcome, passed, agent_failure)
-        if agent.conversation:
-            state.messages = list(agent.conversation)
-        if failure == FailureMode.API_ERROR:  # infrastructure: the sample errors, no result
-            raise RuntimeError(
-                f"{task.id} run {meta['run_index']}: the model request failed (api_error); "
-                "this is an infrastructure failure, not a result"
-            )
-        usage: dict[str, int] = {}
-        for d in decisions:
-            for k, v in d["usage"].items():
-                usage[k] = usage.get(k, 0) + int(v)
-        state.store.set(
-            STORE_KEY,
-            _jsonable(
-                {
-                    "format": STORE_FORMAT,
-                    "task_id": task.id,
-                    "run_index": meta["run_index"],
-                    "seed": meta["seed"],
-                    "demos": demos,
-                    "rules": rules,
-                    "decisions": decisions,
-                    "result": {
-                        "score": score,
-                        "passed": passed,
-                        "outcome": outcome,
-                        "failure_mode": failure,
-                        "steps": len(actions),
-                        "actions": actions,
-                        "frame_hashes": hashes,
-                        "progress": progress,
-                        "usage": usage,
-                    },
-                    "timing": {
-                        "started_at": started,
-                        "finished_at": _now(),
-                        "wall_seconds": round(time.perf_counter() - t0, 3),
-                        "agent_seconds": round(agent_time, 3),
-                    },
-                    "machine": machine(),
-                }
-            ),
-        )
+            if agent.conversation:
+                state.messages = list(agent.conversation)
         return state
 
     return solve
@@ -354,17 +374,30 @@ def vical_scorer() -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         data = state.store.get(STORE_KEY)
         meta = state.metadata
-        if not data:
-            raise RuntimeError(
-                f"{meta.get('task_id')}: no finished episode in the sample's store "
-                "(was it cut short by a limit?)"
+        if not data:  # stopped before its start frame: an episode of no step
+            return Score(
+                value={"score": 0.0, "passed": 0.0},
+                answer="",
+                explanation="cut short before the episode's first frame: score 0, fail",
+                metadata={
+                    "task_id": meta["task_id"],
+                    "run_index": meta["run_index"],
+                    "env": meta["env"],
+                    "tags": meta["tags"],
+                    "outcome": None,
+                    "failure_mode": "timeout",
+                    "steps": 0,
+                    "cut_short": "before start",
+                },
             )
         r = data["result"]
+        cut = data.get("cut_short")
         return Score(
             value={"score": float(r["score"]), "passed": 1.0 if r["passed"] else 0.0},
             answer=" ".join(r["actions"]),
             explanation=(
-                f"score {r['score']:g}, {'pass' if r['passed'] else 'fail'}, outcome "
+                (f"cut short by Inspect's {cut} limit after {r['steps']} step(s): " if cut else "")
+                + f"score {r['score']:g}, {'pass' if r['passed'] else 'fail'}, outcome "
                 f"{r['outcome']}, failure mode {r['failure_mode'] or 'none'}, "
                 f"{r['steps']} step(s)"
             ),
@@ -376,6 +409,7 @@ def vical_scorer() -> Scorer:
                 "outcome": r["outcome"],
                 "failure_mode": r["failure_mode"],
                 "steps": r["steps"],
+                "cut_short": cut,
             },
         )
 
@@ -385,8 +419,23 @@ def vical_scorer() -> Scorer:
 # -- tasks ------------------------------------------------------------------------
 
 
+def _check_dependencies(demos: bool) -> None:
+    """What every sample needs, checked before the first is played: the demonstrations'
+    MP4 decoder; otherwise one :class:`~vical.errors.MissingDependency` naming the extra
+    (Inspect stops with it instead of erroring every sample the same way)."""
+    from vical.errors import import_optional
+
+    if demos:
+        import_optional(
+            "imageio_ffmpeg",
+            package="imageio-ffmpeg",
+            extra="inspect",
+            needed_for="the V-ICAL Inspect tasks' demonstrations",
+        )
+
+
 def vical_task(
-    tasks: str | None = None,
+    tasks: str | list[str] | None = None,
     runs: int = 1,
     seed: int = 0,
     demos: bool = True,
@@ -397,8 +446,9 @@ def vical_task(
 ) -> Task:
     """The Inspect task for a set of V-ICAL tasks (see the module's docstring)."""
     from vical import __version__
-    from vical.spec import tasks_digest
+    from vical.spec import task_patterns, tasks_digest
 
+    _check_dependencies(demos)
     samples = episode_samples(tasks, runs, seed, family)
     if not samples:
         raise ValueError(f"no V-ICAL task of family {family!r} matches {tasks!r}")
@@ -409,7 +459,7 @@ def vical_task(
         metadata={
             STORE_KEY: {
                 "tasks": sorted({str((s.metadata or {})["task_id"]) for s in samples}),
-                "task_pattern": tasks,
+                "task_pattern": ",".join(task_patterns(tasks)) or None,
                 "family": family,
                 "runs": runs,
                 "run_seed": seed,
@@ -426,7 +476,7 @@ def vical_task(
 
 @task
 def vical(
-    tasks: str | None = None,
+    tasks: str | list[str] | None = None,
     runs: int = 1,
     seed: int = 0,
     demos: bool = True,
@@ -440,7 +490,7 @@ def vical(
 
 def _family_task(family: str) -> Any:
     def make(
-        tasks: str | None = None,
+        tasks: str | list[str] | None = None,
         runs: int = 1,
         seed: int = 0,
         demos: bool = True,

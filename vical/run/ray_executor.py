@@ -29,10 +29,12 @@ the workers too: the driver never sends secrets through Ray.
 Before connecting, the address is checked: something must listen there and answer
 as a gRPC server does (a Ray head does), else the run stops at once instead of
 waiting inside Ray. Whatever Ray raises while starting a private node or joining a
-cluster becomes one :class:`RayExecutorError` line. A cluster started with token
-authentication (``ray start``'s default in the pinned Ray) is joined only with
-``RAY_AUTH_MODE=token`` set for the driver: Ray sends its token to an address given
-explicitly only when told to.
+cluster becomes one :class:`RayExecutorError` line. Token authentication is off by
+default in the pinned Ray (2.60.0); a cluster started with ``RAY_AUTH_MODE=token`` is
+joined only with ``RAY_AUTH_MODE=token`` set for the driver too. A head lost during
+the run (its GCS port stops answering) is noticed within seconds by
+:class:`HeadWatch` and ends the run with :class:`RayClusterLost`; the episodes that
+landed are kept, nothing is left in ``.partial/``, and the same command resumes.
 
 ``ray`` is an optional extra (``pip install 'vical[ray]'``), imported only here.
 """
@@ -62,6 +64,57 @@ TMP_PREFIX = "vical-ray-"  # + worker pid: the temporary folder an episode is pl
 
 class RayExecutorError(VicalError):
     """The Ray cluster cannot be used as asked; the message names the address or the fix."""
+
+
+class RayClusterLost(RayExecutorError):
+    """The cluster's head stopped answering during the run (finished episodes are kept)."""
+
+
+HEAD_CHECK_SECONDS = 1.0  # how often the run checks that the head still answers
+HEAD_LOST_AFTER = 3  # consecutive failed checks before the cluster counts as lost
+
+
+def gcs_address(ray: Any) -> str | None:
+    """The ``HOST:PORT`` of the connected cluster's head (its GCS), or None when Ray does
+    not say (a Ray Client connection)."""
+    try:
+        address = ray.get_runtime_context().gcs_address
+    except Exception:
+        return None
+    return str(address) if address else None
+
+
+def head_answers(address: str, timeout: float = 2.0) -> bool:
+    """Whether something still accepts connections at the head's ``HOST:PORT``."""
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+class HeadWatch:
+    """Checks, at most every :data:`HEAD_CHECK_SECONDS`, that the head still answers.
+
+    Ray itself only notices a lost head after a minute of reconnecting and then ends
+    the process with a line of its own; this watch raises :class:`RayClusterLost`
+    after :data:`HEAD_LOST_AFTER` failed checks instead (a few seconds)."""
+
+    def __init__(self, address: str | None):
+        self.address = address
+        self.failures = 0
+        self.last = time.monotonic()
+
+    def check(self) -> None:
+        if self.address is None or time.monotonic() - self.last < HEAD_CHECK_SECONDS:
+            return
+        self.last = time.monotonic()
+        self.failures = 0 if head_answers(self.address) else self.failures + 1
+        if self.failures >= HEAD_LOST_AFTER:
+            raise RayClusterLost(
+                f"lost the Ray cluster: its head at {self.address} stopped answering during the run"
+            )
 
 
 def ray_address(option: str | None) -> str | None:
@@ -229,9 +282,9 @@ def connected(address: str | None) -> Iterator[Any]:
             + (
                 ""
                 if token
-                else "; a cluster started with token authentication (`ray start`'s default) "
-                "also needs RAY_AUTH_MODE=token here, with its token in ~/.ray/auth_token or "
-                "RAY_AUTH_TOKEN"
+                else "; a cluster started with token authentication (RAY_AUTH_MODE=token on "
+                "its head) also needs RAY_AUTH_MODE=token here, with its token in "
+                "~/.ray/auth_token or RAY_AUTH_TOKEN"
             )
         ) from None
     try:
@@ -293,11 +346,21 @@ def run_on_ray(
     limit = max(1, workers or cluster_cpus(ray))
     pending: dict[Any, EpisodeJob] = {}
     stopped = False
+    watch = HeadWatch(gcs_address(ray))
 
     def cancel_all() -> None:
         for ref in list(pending):
             with contextlib.suppress(Exception):
                 ray.cancel(ref, force=True)
+
+    def land(ref: Any, job: EpisodeJob) -> bool:
+        """Land a finished task's episode and report it; False when told to stop."""
+        try:
+            name, files = ray.get(ref)
+            land_episode(Path(job.run_dir), name, files)
+        except Exception as e:
+            return on_result(job, None, _cause(e)) is not False
+        return on_result(job, name, None) is not False
 
     def abort() -> None:
         cancel_all()
@@ -318,19 +381,16 @@ def run_on_ray(
                 done, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_SECONDS)
                 if sig.received is not None:
                     raise Interrupted(sig.received)
+                if not done:
+                    watch.check()
                 for ref in done:
-                    job = pending.pop(ref)
-                    try:
-                        name, files = ray.get(ref)
-                        land_episode(Path(job.run_dir), name, files)
-                    except Exception as e:
-                        if on_result(job, None, _cause(e)) is False:
-                            stopped = True
-                    else:
-                        if on_result(job, name, None) is False:
-                            stopped = True
+                    if not land(ref, pending.pop(ref)):
+                        stopped = True
             if sig.received is not None:
                 raise Interrupted(sig.received)
+        except RayClusterLost:
+            pending.clear()  # nothing to cancel: the tasks went with the cluster
+            raise
         except BaseException:
             cancel_all()
             deadline = time.monotonic() + 5.0

@@ -516,7 +516,7 @@ def run_eval(
     :class:`vical.run.pool.Interrupted` on SIGINT/SIGTERM with every finished
     episode kept and no partial one left behind.
     """
-    from vical.run.pool import Interrupted, run_pool
+    from vical.run.pool import run_pool
 
     options.check()
     runs, executor = options.runs, options.executor
@@ -613,7 +613,7 @@ def run_eval(
                     run_pool(
                         run_episode, jobs, workers, on_result, on_abort=clear, on_interrupt=clear
                     )
-        except Interrupted:
+        except BaseException:  # an interrupt, a lost cluster: finished episodes stay
             shutil.rmtree(run_dir / ".partial", ignore_errors=True)
             raise
         summary.not_run = (

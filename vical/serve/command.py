@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 
 from vical.serve.auditor import AUDITOR_MODES
 from vical.serve.faults import FAULT_KINDS, parse_fault_kinds
@@ -67,17 +68,47 @@ def main(argv: list[str] | None = None, prog: str = "python -m vical.serve") -> 
     args = build_parser(prog).parse_args(argv)
     if not 0.0 <= args.fault_rate <= 1.0:
         build_parser(prog).error(f"--fault-rate must be between 0 and 1, not {args.fault_rate}")
-    server = BaselineServer(
-        (args.host, args.port),
-        seed=args.seed,
-        delay=args.delay,
-        fault_rate=args.fault_rate,
-        fault_kinds=args.fault_kinds,
-        retry_after=args.retry_after,
-        auditor=args.auditor,
-        wm=args.wm,
-        any_model=args.any_model,
-    )
+    try:
+        server = BaselineServer(
+            (args.host, args.port),
+            seed=args.seed,
+            delay=args.delay,
+            fault_rate=args.fault_rate,
+            fault_kinds=args.fault_kinds,
+            retry_after=args.retry_after,
+            auditor=args.auditor,
+            wm=args.wm,
+            any_model=args.any_model,
+        )
+    except OSError as e:  # the port is taken, the address is not this machine's, ...
+        print(
+            f"error: cannot listen on {args.host}:{args.port}: {e.strerror or e}; choose "
+            "another --port (0: any free port) or stop what listens there",
+            file=sys.stderr,
+            flush=True,
+        )
+        raise SystemExit(2) from None
+    # SIGTERM (`kill`, a container's stop) stops the server as Ctrl-C does; set here,
+    # before a simulator's SDL could take the signal for itself, and before the banner.
+    # The first signal stops it; any further one is ignored while the requests in flight
+    # get their answers, and the command ends with status 0 however many signals came.
+    old = {s: signal.signal(s, _interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        _serve(server, args)
+    except KeyboardInterrupt:
+        print("stopping: answering the requests in flight", flush=True)
+        server.finish_in_flight()
+        print("stopped", flush=True)
+    finally:
+        server.stopping.set()
+        server._httpd.server_close()
+        for s, h in old.items():
+            if signal.getsignal(s) != signal.SIG_IGN:
+                signal.signal(s, h)
+
+
+def _serve(server: BaselineServer, args: argparse.Namespace) -> None:
+    """Print the banner and serve until a signal."""
     faults = (
         f"\n  Injected faults:            rate {args.fault_rate:g} on image turns, "
         f"kinds {','.join(args.fault_kinds)}"
@@ -93,18 +124,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m vical.serve") -> 
         f"  any other name: {other}. Ctrl-C or SIGTERM stops.",
         flush=True,
     )
-    # SIGTERM (`kill`, a container's stop) stops the server as Ctrl-C does; set here,
-    # before a simulator's SDL could take the signal for itself
-    old = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        print("stopped", flush=True)
-    finally:
-        signal.signal(signal.SIGTERM, old)
-        server.stopping.set()
-        server._httpd.server_close()
+    server.serve_forever()
 
 
 def _interrupt(signum: int, frame: object) -> None:
+    for s in (signal.SIGINT, signal.SIGTERM):  # one stop; later signals change nothing
+        signal.signal(s, signal.SIG_IGN)
     raise KeyboardInterrupt

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 import io
 import re
 from dataclasses import dataclass, field
@@ -98,6 +99,21 @@ class Conversation:
         if not m:
             raise BadRequest("media must be a base64 data URL")
         self.add_media(m.group(1), decode_base64(m.group(2), "media data"))
+
+    def content_digest(self) -> bytes:
+        """sha256 over what the request says that a policy may answer from: the user
+        texts in order, each image's and video's bytes (as their sha256) and the number
+        of earlier replies. Everything else (the JSON layout, the API, the model name,
+        fields such as an image part's ``"detail": "auto"``) leaves it unchanged, so one
+        conversation gets the same seeded answer whichever client sent it."""
+        h = hashlib.sha256(b"vical-conversation-1\0")
+        for t in self.texts:
+            h.update(b"text\0" + t.encode() + b"\0")
+        for kind, items in (("image", self.images), ("video", self.videos)):
+            for data in items:
+                h.update(kind.encode() + b"\0" + hashlib.sha256(data).digest())
+        h.update(f"replies\0{self.n_assistant}".encode())
+        return h.digest()
 
     def estimated_tokens(self) -> int:
         return sum(len(t) for t in self.texts) // 4 + 85 * len(self.images) + 300 * len(self.videos)

@@ -99,14 +99,15 @@ class ExpertPolicy:
 
 
 def pick_action(
-    conv: Conversation, legal: list[str], raw: bytes, seed: int, experts: ExpertPolicy
+    conv: Conversation, legal: list[str], seed: int, experts: ExpertPolicy
 ) -> tuple[str, str, str | None]:
     """(action, the policy that chose it, the expert's note or None) for a request.
 
     The model name picks the policy (``first``, ``expert``, anything else
     ``random``). The random choice, also the fallback of an expert with no
-    legal answer, is seeded by ``seed`` and the raw request body, so the same
-    request always gets the same answer.
+    legal answer, is seeded by ``seed`` and the conversation's content
+    (:meth:`Conversation.content_digest`: texts, frames, turn), so the same
+    conversation always gets the same answer, whichever client or API sent it.
     """
     policy = conv.model if conv.model in ("first", "expert") else "random"
     action = None
@@ -117,6 +118,6 @@ def pick_action(
         action, note = experts.action(conv)
     if action is None or action not in legal:
         policy = "random" if policy != "expert" else "expert (random fallback)"
-        digest = hashlib.sha256(f"{seed}|".encode() + raw).digest()
+        digest = hashlib.sha256(f"{seed}|".encode() + conv.content_digest()).digest()
         action = random.Random(int.from_bytes(digest[:8], "big")).choice(legal)
     return action, policy, note

@@ -89,6 +89,8 @@ class BaselineServer(BackgroundServer):
         self._rng = random.Random(seed)
         self.experts = ExpertPolicy()
         self.stopping = threading.Event()  # set by stop(): releases "hang" faults
+        self._in_flight = 0  # requests being answered (finish_in_flight waits for them)
+        self._idle = threading.Condition(self.lock)
         self._httpd = ThreadingHTTPServer(address, _make_handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -99,6 +101,22 @@ class BaselineServer(BackgroundServer):
 
     def before_stop(self) -> None:
         self.stopping.set()
+
+    def finish_in_flight(self, timeout: float = 60.0) -> bool:
+        """Wait until every request being answered has had its answer (``hang`` faults
+        are released first); False if some were still running after ``timeout`` s."""
+        self.stopping.set()
+        with self._idle:
+            return self._idle.wait_for(lambda: self._in_flight == 0, timeout)
+
+    def _request_began(self) -> None:
+        with self.lock:
+            self._in_flight += 1
+
+    def _request_ended(self) -> None:
+        with self._idle:
+            self._in_flight -= 1
+            self._idle.notify_all()
 
     # -- decisions ------------------------------------------------------------------
     def choose_fault(self, conv: Conversation, n_before: int) -> Fault | None:
@@ -125,7 +143,7 @@ class BaselineServer(BackgroundServer):
         )
         if not legal:
             return "I cannot find a list of legal actions in the prompt.", seen
-        action, policy, note = pick_action(conv, legal, raw, self.seed, self.experts)
+        action, policy, note = pick_action(conv, legal, self.seed, self.experts)
         if note is not None:
             seen = f"{seen} {note}"
         spoilt = faulty_answer(fault.kind if fault else None, action, legal, seen)
@@ -183,6 +201,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
 
     def do_POST(self) -> None:
+        self.baseline._request_began()
+        try:
+            self._post()
+        finally:
+            self.baseline._request_ended()
+
+    def _post(self) -> None:
         server = self.baseline
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         path = self.path.split("?", 1)[0]

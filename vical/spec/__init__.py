@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -221,14 +222,34 @@ def get_task(task_id: str, tasks_dir: TaskDirs = TASK_DIRS) -> TaskSpec:
     )
 
 
-def select_tasks(patterns: str | None, tasks_dir: TaskDirs = TASK_DIRS) -> list[TaskSpec]:
-    """Tasks matching comma-separated glob patterns (``taxi/*,cartpole/base``); all if None."""
+def task_patterns(patterns: str | Iterable[str] | None) -> list[str]:
+    """The glob patterns of a selection: one string of comma-separated patterns
+    (``taxi/*,cartpole/base``) or a list of them (each item may itself hold commas, as
+    Inspect's ``-T tasks=a,b`` or a YAML list arrive); empty items are dropped."""
+    if patterns is None:
+        return []
+    items = [patterns] if isinstance(patterns, str) else list(patterns)
+    out: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise TaskSpecError(
+                f"task pattern {item!r} is not text; give patterns such as 'taxi/*,cartpole/base'"
+            )
+        out.extend(p.strip() for p in item.split(",") if p.strip())
+    return out
+
+
+def select_tasks(
+    patterns: str | Iterable[str] | None, tasks_dir: TaskDirs = TASK_DIRS
+) -> list[TaskSpec]:
+    """Tasks matching glob patterns (``taxi/*,cartpole/base``, or a list of such
+    strings, see :func:`task_patterns`); all when there is none."""
     from fnmatch import fnmatchcase
 
     tasks = all_tasks(tasks_dir)
-    if not patterns:
+    pats = task_patterns(patterns)
+    if not pats:
         return tasks
-    pats = [p.strip() for p in patterns.split(",") if p.strip()]
     chosen: list[TaskSpec] = []
     for p in pats:
         p2 = p if "/" in p else f"{p}/*"
@@ -302,5 +323,6 @@ __all__ = [
     "select_tasks",
     "source_origin",
     "task_files",
+    "task_patterns",
     "tasks_digest",
 ]
