@@ -166,7 +166,11 @@ class LocalServer:
         self.httpd.serve_forever()
 
     def close(self) -> None:
-        self.httpd.shutdown()
+        # shutdown() stops a loop on another thread (start()); in the foreground the loop
+        # has already ended when close() runs, and shutdown() would wait for ever for a
+        # loop that never began (a Ctrl-C before serve_forever)
+        if self._thread is not None:
+            self.httpd.shutdown()
         self.httpd.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
