@@ -178,6 +178,17 @@ def interop(session: nox.Session) -> None:
 
 
 @nox.session(python=PY)
+def hub(session: nox.Session) -> None:
+    """`vical hub` under stress: kill -9 of a worker mid-job and of the server mid-upload,
+    20 times each, on SQLite and on PostgreSQL (set VICAL_TEST_POSTGRES, e.g.
+    `eval "$(bash .ci/postgres.sh)"`), then the load benchmark: 200 concurrent uploads of
+    5 MiB bundles and a 2 GiB upload refused at the cap (benchmarks/README.md)."""
+    _install(session)
+    session.run("python", "-m", "pytest", "-m", "slow", "tests/test_hub_e2e.py", *session.posargs)
+    session.run("python", "benchmarks/hub_load.py")
+
+
+@nox.session(python=PY)
 def lock(session: nox.Session) -> None:
     """Pin what pyproject.toml added to requirements.lock, keeping every existing pin
     (``nox -s lock -- --upgrade`` re-resolves everything; review the diff either way)."""

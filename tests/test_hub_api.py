@@ -243,3 +243,38 @@ def test_backup_and_restore_move_a_hub_between_databases(kit, tmp_path, source, 
     finally:
         next(src_db, None)
         next(dst_db, None)
+
+
+def test_admin_commands_keys_approve_requeue_backup(kit, tmp_path):
+    from typer.testing import CliRunner
+
+    from vical.cli import app
+
+    home = ["--home", str(tmp_path / "home"), "--database", f"sqlite:///{tmp_path / 'hub.sqlite'}"]
+    run = CliRunner().invoke
+    r = run(app, ["hub", "admin", "add-key", str(kit / "team.pub"), "--team", "Team A", *home])
+    assert r.exit_code == 0 and "approved" in r.output, r.output
+    c, cfg = _hub(tmp_path)
+    kid = _register(c, kit / "other", team="Other", approve=False)
+    listed = run(app, ["hub", "admin", "keys", *home]).output.splitlines()
+    assert sorted(line.split("\t")[1:] for line in listed) == [
+        ["approved", "Team A"],
+        ["pending", "Other"],
+    ]
+    assert run(app, ["hub", "admin", "approve", kid, *home]).exit_code == 0
+    assert _put(c, kit / "other.tar.gz", kit / "other").status_code == 202
+    r = run(app, ["hub", "admin", "approve", "0" * 16, *home])
+    assert r.exit_code == 2 and "no key 0000000000000000" in r.output
+    # a failed job queued again by a maintainer
+    s = _worker_run(kit, tmp_path / "w", job_wall_seconds=0.5)
+    home_w = [
+        "--home",
+        str(tmp_path / "w" / "home"),
+        "--database",
+        f"sqlite:///{tmp_path / 'w' / 'hub.sqlite'}",
+    ]
+    assert run(app, ["hub", "admin", "requeue", s["id"], *home_w]).exit_code == 0
+    c2, _ = _hub(tmp_path / "w")
+    assert c2.get(f"/api/submissions/{s['id']}").json()["state"] == "queued"
+    r = run(app, ["hub", "admin", "backup", str(tmp_path / "bk"), *home_w])
+    assert r.exit_code == 0 and "1 bundles" in r.output, r.output

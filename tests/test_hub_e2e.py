@@ -173,12 +173,37 @@ def test_end_to_end_honest_and_forged_bundles(kit, database, tmp_path, browser):
         assert "of" in page.locator("#progress-text").inner_text()
         assert not page.locator("#entry").is_hidden()
         assert not errors
+        # `vical hub status` exits 0 for an accepted submission, 1 for a rejected one
+        r = CliRunner().invoke(app, ["hub", "status", honest_id, "--to", server.url])
+        assert r.exit_code == 0 and "accepted" in r.output, r.output
+        r = CliRunner().invoke(app, ["hub", "status", ids["score"], "--to", server.url])
+        assert r.exit_code == 1 and "failed replay verification" in " ".join(r.output.split())
+        # --no-wait returns once the hub holds the bundle
+        r = CliRunner().invoke(
+            app,
+            [
+                "submit",
+                str(kit["dir"] / "nodemos"),
+                "--key",
+                str(kit["key"]),
+                "--partial",
+                "-o",
+                str(tmp_path / "later.tar.gz"),
+                "--to",
+                server.url,
+                "--no-wait",
+            ],
+        )
+        assert r.exit_code == 0 and "uploaded: submission" in r.output, r.output
+        later = re.search(r"submission ([0-9a-f]{32})", r.output).group(1)
+        assert client.status(server.url, later)["state"] in ("queued", "running")
+        client.follow(server.url, later, lambda _line: None, interval=0.2, timeout=120)
     finally:
         codes = [w.stop() for w in workers] + [server.stop()]
     assert codes == [0, 0, 0]  # SIGTERM: drained, exit 0
     engine = make_engine(database)
     finals = _final_events(engine)
-    assert len(finals) == 5 and all(len(v) == 1 for v in finals.values()), finals
+    assert len(finals) == 6 and all(len(v) == 1 for v in finals.values()), finals
     engine.dispose()
 
 
@@ -317,6 +342,10 @@ def test_sigterm_lets_the_upload_in_flight_finish(kit, tmp_path):
     t.join()
     assert out.get("status") == 202, out
     assert server.stop() == 0
+    # structured logs: one JSON object a line, the upload among them with its fields
+    log = [json.loads(x) for x in server.log.read_text().splitlines()]
+    (accepted,) = [e for e in log if e["event"] == "upload accepted"]
+    assert accepted["submission"] == out["body"]["id"] and accepted["size"] > 0
     server = Server(home, database, hub_env())
     try:
         assert client.status(server.url, out["body"]["id"])["state"] == "queued"
