@@ -85,7 +85,8 @@ class Proc:
         if self.p.poll() is None:
             os.kill(self.p.pid, signal.SIGKILL)
         self.p.wait()
-        self._f.close()
+        if not self._f.closed:
+            self._f.close()
 
     def stop(self, timeout: float = 60.0) -> int:
         if self.p.poll() is None:
@@ -96,7 +97,8 @@ class Proc:
             if self.p.poll() is None:
                 os.killpg(self.p.pid, signal.SIGKILL)
                 self.p.wait()
-            self._f.close()
+            if not self._f.closed:
+                self._f.close()
         return rc
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import shutil
 import signal
 import threading
 import time
@@ -25,6 +26,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
@@ -459,7 +461,10 @@ def create_app(cfg: HubConfig, engine: Engine | None = None) -> FastAPI:  # noqa
                 ).rowcount
                 if n:
                     add_event(conn, sid, "withdrawn", f"key:{key.key_id}")
-            return hub.submission(sid)
+            row = hub.submission(sid)
+            if n and row is not None and row.entry_id:  # its viewer leaves with it
+                shutil.rmtree(cfg.views_dir / row.entry_id, ignore_errors=True)
+            return row
 
         row = await run_in_threadpool(do)
         if row is None or row.key_id != key.key_id:
@@ -528,7 +533,10 @@ def create_app(cfg: HubConfig, engine: Engine | None = None) -> FastAPI:  # noqa
     def report(entry_id: str) -> Response:
         for e in hub.entries():
             if e["id"] == entry_id:
-                return HTMLResponse(entry_page(e))
+                has_view = (cfg.views_dir / entry_id / "index.html").is_file()
+                return HTMLResponse(
+                    entry_page(e, f"/view/{entry_id}/index.html" if has_view else None)
+                )
         return HTMLResponse(
             "<!doctype html><html lang='en'><title>Not found</title><h1>No such entry</h1></html>",
             status_code=404,
@@ -545,6 +553,9 @@ def create_app(cfg: HubConfig, engine: Engine | None = None) -> FastAPI:  # noqa
             )
         return HTMLResponse(status_page(status_of(row)))
 
+    # each accepted entry's trajectory viewer, exported by the worker (static files)
+    cfg.views_dir.mkdir(parents=True, exist_ok=True)
+    app.mount("/view", StaticFiles(directory=cfg.views_dir, html=True), name="view")
     return app
 
 

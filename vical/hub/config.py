@@ -43,10 +43,16 @@ class HubConfig:
     job_workers: int = 1  # parallel replays inside one job
     poll_seconds: float = 1.0
     drain_seconds: float = 600.0  # SIGTERM: how long a worker lets its job finish
+    export_viewer: bool = True  # accepted bundles: export `vical view`'s trajectory viewer
 
     @property
     def store_dir(self) -> Path:
         return self.home / "store"
+
+    @property
+    def views_dir(self) -> Path:
+        """Trajectory viewers of accepted entries, one folder per entry id."""
+        return self.store_dir / "views"
 
     @property
     def work_dir(self) -> Path:
@@ -67,7 +73,12 @@ class HubConfig:
                 continue
             current = getattr(cfg, f.name)
             try:
-                value: object = type(current)(raw) if not isinstance(current, Path) else Path(raw)
+                if isinstance(current, bool):
+                    if raw.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                        raise ValueError(raw)
+                    value: object = raw.lower() in ("1", "true", "yes", "on")
+                else:
+                    value = type(current)(raw) if not isinstance(current, Path) else Path(raw)
             except ValueError:
                 raise HubError(
                     f"VICAL_HUB_{f.name.upper()}={raw!r}: not a {type(current).__name__}"

@@ -1,11 +1,13 @@
 """One verification job, run by a worker in a child process under resource limits:
-``python -m vical.hub.job BUNDLE PUBKEY OUT WORKERS``.
+``python -m vical.hub.job BUNDLE PUBKEY OUT WORKERS [VIEWER]``.
 
 Verifies the bundle against the one public key the team registered and, when it
 passes, makes its leaderboard entry with :func:`vical.submit.leaderboard.add` (which
 runs every check of ``vical verify``, the replay included). Writes ``OUT/progress.json``
 as replayed episodes come back and ``OUT/result.json`` at the end: ``accepted`` with
-the entry, or ``rejected`` with the one-line reason. Exit status 0 for either verdict;
+the entry, or ``rejected`` with the one-line reason; with VIEWER ``1``, an accepted
+bundle's trajectory viewer (``vical view --export``) goes to ``OUT/view``. Exit
+status 0 for either verdict;
 anything else means the verification itself failed (a limit, a crash).
 """
 
@@ -51,10 +53,29 @@ def run_job(bundle: Path, pubkey: Path, out: Path, workers: int) -> dict[str, An
     }
 
 
+def export_viewer(bundle: Path, out: Path, workers: int) -> bool:
+    """The bundle's episodes in `vical view`'s static viewer, under ``out``; False (and a
+    line on standard error) when it cannot be made: the entry stands without it."""
+    from vical.view.data import Catalog, ViewError
+
+    try:
+        from vical.view.site import export
+
+        with Catalog([bundle]) as catalog:
+            export(catalog, out, workers=workers)
+    except (ViewError, OSError, ValueError) as e:
+        print(f"viewer not exported: {type(e).__name__}: {e}", file=sys.stderr)
+        return False
+    return True
+
+
 def main(argv: list[str]) -> int:
     bundle, pubkey, out, workers = Path(argv[0]), Path(argv[1]), Path(argv[2]), int(argv[3])
+    viewer = len(argv) > 4 and argv[4] == "1"
     try:
         result = run_job(bundle, pubkey, out, workers)
+        if viewer and result["state"] == "accepted":
+            result["viewer"] = export_viewer(bundle, out / "view", workers)
     except MemoryError:
         print("verification ran out of memory", file=sys.stderr)
         return 3

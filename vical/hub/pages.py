@@ -30,8 +30,10 @@ def leaderboard_page(entries: list[dict[str, Any]]) -> str:
     return _accessible(render_html(entries))
 
 
-def entry_page(entry: dict[str, Any]) -> str:
-    return _accessible(report_page(entry).replace("href='../index.html'", "href='/'"))
+def entry_page(entry: dict[str, Any], viewer: str | None = None) -> str:
+    """One entry's report; ``viewer`` links its trajectory viewer when there is one."""
+    page = report_page(entry, viewer).replace("href='../index.html'", "href='/'")
+    return _accessible(page)
 
 
 STATUS_JS = """

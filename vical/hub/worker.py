@@ -164,6 +164,7 @@ class Worker:
             str(jobdir / "team.pub"),
             str(jobdir),
             str(cfg.job_workers),
+            "1" if cfg.export_viewer else "0",
         ]
         with open(jobdir / "stderr.txt", "wb") as err:
             proc = subprocess.Popen(
@@ -184,6 +185,8 @@ class Worker:
             result = json.loads(result_file.read_bytes())
             state = ACCEPTED if result["state"] == "accepted" else REJECTED
             verdict, entry = result["verdict"], result.get("entry")
+            if entry is not None and result.get("viewer"):
+                self._publish_viewer(jobdir / "view", entry["id"])
         else:
             state, verdict, entry = FAILED, _failure(proc.returncode, stderr, cfg), None
         report = {"verdict": verdict, "attempt": c.attempts}
@@ -198,6 +201,17 @@ class Worker:
             state=state,
             recorded=done,
         )
+
+    def _publish_viewer(self, src: Path, entry_id: str) -> None:
+        """Move an exported viewer into the store, replacing an earlier one whole."""
+        dest = self.cfg.views_dir / entry_id
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        old = dest.with_name(f"{entry_id}.old-{self.name.replace(':', '-')}")
+        shutil.rmtree(old, ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(dest, old)
+        shutil.move(src, dest)
+        shutil.rmtree(old, ignore_errors=True)
 
     def _watch(self, c: queue.Claim, proc: subprocess.Popen[bytes], jobdir: Path) -> str | None:
         """Renew the lease until the child ends; a reason string when the job was
