@@ -14,7 +14,7 @@ from vical.spec import TaskSpec, all_tasks, get_task
 from vical.spec.models import ReflexException
 
 # a small sample of cheap tasks over several families, screened in the default suite
-SAMPLE = ["taxi/state1", "cliffwalking/base", "pong/serve", "tetris/seed43", "acrobot/rest"]
+SAMPLE = ["taxi/state1", "cliffwalking/base", "tetris/seed43", "acrobot/rest", "bossfight/seed41"]
 
 
 def _with_exception(task: TaskSpec, policies: list[str]) -> TaskSpec:
@@ -168,3 +168,53 @@ def test_cli_screen_typo_is_one_error_line() -> None:
     assert res.returncode == 2
     assert res.stderr.strip().startswith("error:") and "taxy/state1" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def _one_task_folder(tmp_path, exception: dict | None):  # type: ignore[no-untyped-def]
+    import yaml
+
+    from vical.spec import env_file
+
+    doc = yaml.safe_load(env_file("taxi").read_text(encoding="utf-8"))
+    doc["tasks"] = [t for t in doc["tasks"] if t["variant"] == "state1"]
+    doc["demo_quota"]["clips"] = doc["demo_quota"]["clips"][:1]
+    if exception is not None:
+        doc["tasks"][0]["reflex_exception"] = exception
+    (tmp_path / "taxi.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return tmp_path
+
+
+def test_screen_of_a_checked_folder_both_ways(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from vical.cli.tasks import _screen_folder
+
+    (tmp_path / "ok").mkdir()
+    shown: list[str] = []
+    assert _screen_folder(_one_task_folder(tmp_path / "ok", None), shown.append) == []
+    stale = {
+        "policies": ["const:Up"],
+        "where": "paper: Table 7",
+        "quote": "a rule that no longer admits anything",
+        "why": "an exception whose pass has gone must be removed",
+    }
+    (tmp_path / "bad").mkdir()
+    (line,) = _screen_folder(_one_task_folder(tmp_path / "bad", stale), shown.append)
+    assert line.startswith("taxi/state1: fails the reflex screen") and "excuses nothing" in line
+    assert shown == [line]
+
+
+@pytest.mark.slow
+def test_tasks_check_screen_both_ways(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ok = _one_task_folder(tmp_path / "ok", None) if (tmp_path / "ok").mkdir() is None else None
+    res = _vical("tasks", "check", str(ok), "--screen")
+    assert res.returncode == 0, res.stdout + res.stderr
+    stale = {
+        "policies": ["const:Up"],
+        "where": "paper: Table 7",
+        "quote": "a rule that no longer admits anything",
+        "why": "an exception whose pass has gone must be removed",
+    }
+    (tmp_path / "bad").mkdir()
+    bad = _one_task_folder(tmp_path / "bad", stale)
+    res = _vical("tasks", "check", str(bad), "--screen")
+    assert res.returncode == 1
+    assert "taxi/state1: fails the reflex screen" in res.stdout and "excuses nothing" in res.stdout

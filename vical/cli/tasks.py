@@ -68,6 +68,12 @@ def tasks_digest_cmd() -> None:
 @tasks_app.command("check")
 def tasks_check(
     folder: Path = typer.Argument(..., help="A folder of task files (or one task file)."),
+    reflex: bool = typer.Option(
+        False,
+        "--screen",
+        help="Also play the reflex screen (vical tasks screen) on the folder's tasks; a "
+        "task a screen-blind policy passes is a problem.",
+    ),
 ) -> None:
     """Check task files before adding them: one line per problem, exit 1 if any.
 
@@ -88,6 +94,8 @@ def tasks_check(
         sys.stdout.flush()
 
     report = check_folder(folder, on_problem=show)
+    if reflex and not report.problems:
+        report.problems += _screen_folder(folder, show)
     for line in report.human:  # recorded by a person: whose play, and their consent
         sys.stderr.write(line + "\n")
     counts = f"{report.files} task file(s), {report.tasks} task(s), {report.clips} demo clip(s)"
@@ -95,6 +103,23 @@ def tasks_check(
         sys.stderr.write(f"{len(report.problems)} problem(s) in {counts}\n")
         raise typer.Exit(1)
     sys.stderr.write(f"no problems in {counts}\n")
+
+
+def _screen_folder(folder: Path, show: Any) -> list[str]:
+    """The reflex screen over the tasks of a checked folder: one problem per failing task."""
+    from vical.run.screen import run_screen
+    from vical.spec import TaskSpec, load_env_file
+
+    files = [folder] if folder.is_file() else sorted(folder.glob("*.yaml"))
+    tasks = [TaskSpec(env=e, variant=v) for e in map(load_env_file, files) for v in e.tasks]
+    results, _ = run_screen(tasks, workers=1)
+    problems = []
+    for r in results:
+        if r.status == "fail":
+            line = f"{r.task}: fails the reflex screen: " + "; ".join(r.failures)
+            show(line)
+            problems.append(line)
+    return problems
 
 
 @tasks_app.command("screen")

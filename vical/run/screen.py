@@ -303,14 +303,15 @@ def judge(
     return ts
 
 
-def screen_task(job: tuple[str, list[str] | None]) -> TaskScreen:
-    """Play the battery and the expert on one task (a pool job: task id, expert plan)."""
+def screen_task(job: tuple[TaskSpec | str, list[str] | None]) -> TaskScreen:
+    """Play the battery and the expert on one task (a pool job: the task or its id, and
+    the expert's plan or None)."""
     from vical.agent.plans import fill_action
     from vical.envs import make_env
     from vical.spec import get_task
 
-    task_id, plan = job
-    task = get_task(task_id)
+    spec, plan = job
+    task = get_task(spec) if isinstance(spec, str) else spec
     env = make_env(task)
     try:
         results = []
@@ -364,15 +365,15 @@ def run_screen(
     from vical.run.pool import run_pool
 
     plans, note = load_expert_plans(plans_path)
-    jobs = [(t.id, _expert_plan(t, plans)) for t in tasks]
+    jobs: list[tuple[TaskSpec, list[str] | None]] = [(t, _expert_plan(t, plans)) for t in tasks]
     found: dict[str, TaskScreen] = {}
     errors: list[tuple[str, BaseException]] = []
 
-    def on_result(job: tuple[str, Any], value: Any, error: BaseException | None) -> bool:
+    def on_result(job: tuple[TaskSpec, Any], value: Any, error: BaseException | None) -> bool:
         if error is not None:  # a failure to play is never a verdict: stop at once
-            errors.append((job[0], error))
+            errors.append((job[0].id, error))
             return False
-        found[job[0]] = value
+        found[job[0].id] = value
         if on_task is not None:
             on_task(value)
         return True
