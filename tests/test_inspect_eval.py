@@ -228,6 +228,17 @@ def test_the_imported_run_bundles_and_verifies_and_a_tampered_one_fails(played, 
     assert [e.episode for e in verdict.mismatches] == ["cliffwalking__base__r0"]
 
 
+def test_the_imported_run_verifies_in_a_fresh_process(imported, tmp_path):
+    """``vical verify`` in a new process, which has not imported ``vical.interop``: the
+    ``inspect`` backend is loaded from the registry of agent kinds (vical.submit.kinds)."""
+    from tests.test_submit_kinds import verify_in_subprocess
+
+    bundle, pub = _bundle(imported["expert"], tmp_path, "fresh")
+    proc = verify_in_subprocess(bundle, pub)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASS: 6/6 episodes replay exactly" in proc.stdout
+
+
 def test_a_tampered_inspect_log_does_not_import(played, tmp_path):
     _, out = played
     ev = read_eval_log(str(out["expert"][0]))
@@ -241,6 +252,48 @@ def test_a_tampered_inspect_log_does_not_import(played, tmp_path):
     with pytest.raises(InspectImportError, match="cliffwalking__base__r0"):
         import_inspect_log(log, tmp_path / "run")
     assert not (tmp_path / "run").exists()  # nothing half-written is left
+
+
+def _timing_overwrites_results(sample, data, meta):
+    data["timing"].update(score=100.0, passed=True, steps=1, agent="other")
+
+
+def _usage_lots(sample, data, meta):
+    next(d for d in data["decisions"] if d["usage"])["usage"]["input_tokens"] = "lots"
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        (_timing_overwrites_results, "field 'timing.score': Extra inputs are not permitted"),
+        (lambda s, d, m: d.update(run_index="zero"), "field 'run_index': Input should be a valid"),
+        (lambda s, d, m: m.update(run_seed="abc"), "the eval's metadata: field 'run_seed'"),
+        (_usage_lots, "usage.input_tokens': Input should be a valid integer (got lots)"),
+        (lambda s, d, m: d.pop("task_id"), "field 'task_id': Field required (got missing)"),
+        (lambda s, d, m: d.update(task_id="pong/none"), "is not one of the eval's"),
+    ],
+)
+def test_every_field_taken_from_the_log_is_checked(played, tmp_path, edit, words):
+    """A sample's timing cannot overwrite the replay's results, and a value of the wrong
+    type or a missing field is one line naming the field (never a traceback)."""
+    from typer.testing import CliRunner
+
+    _, out = played
+    ev = read_eval_log(str(out["expert"][0]))
+    sample = next(s for s in ev.samples if s.id == "cliffwalking__base__r0")
+    data = sample.store[STORE_KEY]
+    meta = ev.eval.metadata[STORE_KEY]
+    edit(sample, data, meta)
+    sample.store[STORE_KEY] = data
+    log = tmp_path / "edited.eval"
+    write_eval_log(ev, str(log))
+    with pytest.raises(InspectImportError, match=None) as e:
+        import_inspect_log(log, tmp_path / "run")
+    assert words in str(e.value) and "\n" not in str(e.value), str(e.value)
+    assert not (tmp_path / "run").exists()
+    r = CliRunner().invoke(import_app, ["import-inspect", str(log), "--out", str(tmp_path / "r")])
+    lines = [x for x in r.output.splitlines() if x.strip()]
+    assert r.exit_code != 0 and len(lines) == 1 and "Traceback" not in r.output, r.output
 
 
 def test_an_errored_sample_is_an_infrastructure_failure_not_a_result(tmp_path, monkeypatch):

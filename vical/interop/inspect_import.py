@@ -28,16 +28,93 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vical.agent.base import Agent, Decision, EpisodeContext, Observation
 from vical.agent.protocol import encode_jpeg, sha256_hex
 from vical.errors import VicalError
 from vical.interop.inspect_agent import BACKEND, inspect_ai_module
 
+_M = TypeVar("_M", bound=BaseModel)
+
 
 class InspectImportError(VicalError, ValueError):
     """The Inspect log cannot be turned into a run folder; the message says why."""
+
+
+# -- what is taken from the log: a strict schema --------------------------------------------
+# Every field the importer reads from the log is declared here, with its type and bounds;
+# a log that holds anything else, or a value out of bounds, is refused in one line. Only
+# the decisions (replayed, each request checked) and the timing fields below reach the
+# run folder; every result field comes from the replay.
+_STRICT = ConfigDict(extra="forbid", strict=True)
+_Count = Annotated[int, Field(ge=0, le=10**12)]
+
+
+class _Info(BaseModel):
+    """The eval's metadata (:func:`vical.interop.inspect_tasks.vical`)."""
+
+    model_config = _STRICT
+    tasks: list[Annotated[str, Field(max_length=200)]] = Field(min_length=1, max_length=10_000)
+    task_pattern: str | None = None
+    family: str | None = None
+    runs: int = Field(ge=1, le=100)
+    run_seed: int = Field(ge=0, le=2**63)
+    demos: bool
+    rules: Literal["basic", "detailed"]
+    demo_transport: Literal["frames", "video"] = "frames"
+    format_retries: int = Field(default=3, ge=0, le=100)
+    tasks_digest: str
+    vical_version: str | None = None
+
+
+class _Decision(BaseModel):
+    model_config = _STRICT
+    step: int = Field(ge=0, le=10**6)
+    action: str | None
+    failure: str | None
+    records: list[dict[str, Any]] = Field(max_length=10_000)
+    usage: dict[str, _Count] = Field(default_factory=dict, max_length=64)
+
+
+class _Timing(BaseModel):
+    """The only fields of the sample the episode's result takes from the log."""
+
+    model_config = _STRICT
+    started_at: str = Field(max_length=40, pattern=r"^\d{4}-\d\d-\d\dT[0-9:.+Z-]+$")
+    finished_at: str = Field(max_length=40, pattern=r"^\d{4}-\d\d-\d\dT[0-9:.+Z-]+$")
+    wall_seconds: float = Field(ge=0, le=10**7)
+    agent_seconds: float = Field(ge=0, le=10**7)
+
+
+class _Store(BaseModel):
+    """One sample's store entry (``vical_player``)."""
+
+    model_config = _STRICT
+    format: Literal[1]
+    task_id: str = Field(max_length=200)
+    run_index: int = Field(ge=0, lt=100)
+    seed: int = Field(ge=0, lt=2**32)
+    demos: bool
+    rules: Literal["basic", "detailed"]
+    decisions: list[_Decision] = Field(max_length=100_000)
+    result: dict[str, Any]  # compared with the replay's, never copied
+    timing: _Timing
+    machine: dict[str, Any] | None = None
+    cut_short: str | None = None  # the Inspect limit that stopped it (never imported)
+
+
+def _checked(model: type[_M], data: Any, where: str) -> _M:
+    """``data`` validated by ``model``; InspectImportError naming the first bad field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"]) or "(the whole entry)"
+        got = str(err.get("input"))[:40] if err["type"] != "missing" else "missing"
+        raise InspectImportError(f"{where}: field {loc!r}: {err['msg']} (got {got})") from None
 
 
 @dataclass
@@ -144,11 +221,12 @@ def import_inspect_log(log: Path, out: Path) -> ImportSummary:
         raise InspectImportError(
             f"{log}: not a readable Inspect log ({type(e).__name__}: {e})"
         ) from None
-    info = (ev.eval.metadata or {}).get(STORE_KEY)
-    if not isinstance(info, dict):
+    raw_info = (ev.eval.metadata or {}).get(STORE_KEY)
+    if not isinstance(raw_info, dict):
         raise InspectImportError(
             f"{log}: not a log of the V-ICAL Inspect tasks (task {ev.eval.task!r})"
         )
+    info = _checked(_Info, raw_info, f"{log}: the eval's metadata").model_dump()
     if info.get("tasks_digest") != tasks_digest():
         raise InspectImportError(
             f"{log}: played with other task data ({str(info.get('tasks_digest'))[:12]}, this "
@@ -171,14 +249,19 @@ def import_inspect_log(log: Path, out: Path) -> ImportSummary:
         if s.error is not None:
             summary.errored.append((sid, s.error.message.strip().splitlines()[0][:200]))
             continue
-        data = (s.store or {}).get(STORE_KEY)
+        raw = (s.store or {}).get(STORE_KEY)
         if (
-            not isinstance(data, dict)
-            or data.get("format") != STORE_FORMAT
-            or data.get("cut_short")  # stopped by an Inspect limit: not a whole episode
+            not isinstance(raw, dict)
+            or raw.get("format") != STORE_FORMAT
+            or raw.get("cut_short")  # stopped by an Inspect limit: not a whole episode
         ):
             summary.unfinished.append(sid)
             continue
+        data = _checked(_Store, raw, f"{log}: sample {sid[:80]}").model_dump()
+        if data["task_id"] not in info["tasks"]:
+            raise InspectImportError(
+                f"{log}: sample {sid[:80]}: task {data['task_id'][:80]!r} is not one of the eval's"
+            )
         if sid != episode_name(data["task_id"], data["run_index"]):
             raise InspectImportError(f"{log}: sample {sid} holds the episode of {data['task_id']}")
         played.append((sid, s, data))
@@ -192,7 +275,10 @@ def import_inspect_log(log: Path, out: Path) -> ImportSummary:
             raise InspectImportError(
                 f"{log}: sample {sid} was played with other agent settings than the others"
             )
-    tasks = [get_task(t) for t in info["tasks"]]
+    try:
+        tasks = [get_task(t) for t in info["tasks"]]
+    except VicalError as e:
+        raise InspectImportError(f"{log}: the eval's metadata: {e}") from None
     created = not out.exists()
     try:
         _write_run(out, log, info, settings, tasks, played, summary)
@@ -242,10 +328,12 @@ def _write_run(
             ),
         )
         machine = played[0][2].get("machine")
-        if isinstance(machine, dict):
+        if isinstance(machine, dict):  # shown as the playing machine, never compared
             path = out / "manifest.json"
             m = RunManifest.model_validate_json(path.read_text())
-            atomic_write_json(path, m.model_copy(update={"machine": machine}))
+            known = ("cpu_model", "machine", "numpy_features", "cpu_flags", "versions", "env")
+            kept = {k: v for k, v in machine.items() if k in known and len(str(v)) <= 2000}
+            atomic_write_json(path, m.model_copy(update={"machine": kept}))
         for sid, _, data in played:
             uses_demos = any(rec.get("demos") for d in data["decisions"] for rec in d["records"])
             job = EpisodeJob(
@@ -272,8 +360,8 @@ def _write_run(
                 raise InspectImportError(
                     f"{sid}: the replay disagrees with the Inspect sample: " + "; ".join(problems)
                 )
-            timing = data.get("timing") or {}
-            atomic_write_json(path, r.model_copy(update=timing))
+            # only the timing fields (_Timing): every result field stays the replay's
+            atomic_write_json(path, r.model_copy(update=dict(data["timing"])))
             summary.imported.append(sid)
 
 

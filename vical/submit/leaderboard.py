@@ -70,7 +70,33 @@ def add(
     on_progress: Callable[[int, int], None] | None = None,
 ) -> Path:
     """Verify ``bundle`` and store its summary; returns the summary file.
-    ``on_progress(done, total)`` follows the replay (:func:`verify_bundle`)."""
+    ``on_progress(done, total)`` follows the replay (:func:`verify_bundle`).
+
+    Refuses (:class:`LeaderboardError`, one line) a bundle that fails verification, an
+    entry that exists already (the id holds the bundle's full sha256, so only the same
+    bundle can collide) and, as a last resort, any exception the checks did not foresee,
+    named in the line."""
+    from vical.run.pool import Interrupted
+
+    try:
+        return _add(bundle, pubkeys, keyring, submissions, workers, progress, on_progress)
+    except (VerifyError, LeaderboardError, Interrupted, MemoryError):
+        raise
+    except Exception as e:  # RecursionError included
+        from vical.submit.verify import UnexpectedError
+
+        raise UnexpectedError(e) from e
+
+
+def _add(
+    bundle: Path,
+    pubkeys: list[Path] | None,
+    keyring: Path | None,
+    submissions: Path,
+    workers: int | None,
+    progress: bool,
+    on_progress: Callable[[int, int], None] | None,
+) -> Path:
     verdict = verify_bundle(
         bundle,
         pubkeys=pubkeys,
@@ -98,7 +124,10 @@ def add(
     except VerifyError as e:
         raise LeaderboardError(f"{bundle}: {e}") from None
     digest = file_sha256(Path(bundle))
-    sid = f"{_slug(sub['team'])}--{_slug(str(sub['model']))}--{digest[:8]}"
+    sid = f"{_slug(sub['team'])}--{_slug(str(sub['model']))}--{digest}"
+    out = Path(submissions) / f"{sid}.json"
+    if out.exists():
+        raise LeaderboardError(f"{bundle}: already added as {out}; an entry is never replaced")
     condition = verdict.condition
     # the protocol's one run per task is ranked; further runs are shown apart
     first = [r for r in verdict.results if r.run_index == 0]
@@ -130,11 +159,31 @@ def add(
         "bundle_sha256": digest,
         "vical_version": m["fingerprint"].get("vical_version"),
         "condition": condition,
+        # the run's agent: its kind (vical.submit.kinds) decides whether it can be ranked
+        "agent": verdict.agent,
         "report": report.model_dump(),
     }
-    out = Path(submissions) / f"{sid}.json"
-    atomic_write_bytes(out, (json.dumps(entry, indent=2, sort_keys=True) + "\n").encode())
+    _create(out, (json.dumps(entry, indent=2, sort_keys=True) + "\n").encode())
     return out
+
+
+def _create(out: Path, data: bytes) -> None:
+    """Write a new entry file; :class:`LeaderboardError` when it exists (never replaced,
+    even by two ``add`` of the same bundle at once)."""
+    import os
+    import tempfile
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".entry-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        try:
+            os.link(tmp, out)  # fails if the name exists: no overwrite
+        except FileExistsError:
+            raise LeaderboardError(f"{out} exists already; an entry is never replaced") from None
+    finally:
+        os.unlink(tmp)
 
 
 def entry_problem(e: Any) -> str | None:
@@ -160,6 +209,8 @@ def entry_problem(e: Any) -> str | None:
         _all_score(e)
     except (ValueError, TypeError, KeyError) as ex:
         return f"report unreadable ({type(ex).__name__})"
+    if e.get("agent") is not None and not isinstance(e.get("agent"), str):
+        return "field 'agent' is not a string"
     if not isinstance(e.get("partial", False), bool):
         return "field 'partial' is not a boolean"
     cond = e.get("condition")
@@ -202,6 +253,11 @@ def load_entries(
 
 
 BASE_CONDITION = {"rules": "basic", "demos": True}
+REFERENCE_TEXT = (
+    "Runs of the random and expert references (their actions are re-derived from the "
+    "seed or the packaged plans, never a model's), or of an entry that does not name its "
+    "agent: verified, never ranked."
+)
 
 
 def is_ablation(entry: dict[str, Any]) -> bool:
@@ -213,8 +269,23 @@ def is_ablation(entry: dict[str, Any]) -> bool:
 
 def is_ranked(entry: dict[str, Any]) -> bool:
     """Whether an entry competes: a complete bundle (every task) under the paper's
-    default condition; partial bundles and ablations are listed apart."""
+    default condition, played by an agent whose kind can be ranked
+    (:func:`vical.submit.kinds.is_ranked_agent`: the random and expert references never
+    are, nor an entry that does not name its agent); the others are listed apart."""
+    from vical.submit.kinds import is_ranked_agent
+
+    return is_main(entry) and is_ranked_agent(entry.get("agent"))
+
+
+def is_main(entry: dict[str, Any]) -> bool:
+    """A complete bundle under the paper's default condition (ranked unless its agent
+    is a reference)."""
     return not is_ablation(entry) and not entry.get("partial", False)
+
+
+def is_reference_run(entry: dict[str, Any]) -> bool:
+    """A complete default-condition bundle whose agent is never ranked (listed apart)."""
+    return is_main(entry) and not is_ranked(entry)
 
 
 def condition_label(condition: dict[str, Any] | None) -> str:
@@ -359,7 +430,12 @@ def render_html(entries: list[dict[str, Any]]) -> str:
     ablations = [e for e in entries if is_ablation(e)]
     partial = [e for e in entries if not is_ablation(e) and e.get("partial")]
     further = [e for e in entries if e.get("further_runs")]
+    references = [e for e in entries if is_reference_run(e)]
     extra = ""
+    if references:
+        extra += f"<h2>Reference agents (not ranked)</h2><p>{REFERENCE_TEXT}</p>" + _html_table(
+            "references", _rows(references, references=False)
+        )
     if partial:
         extra += (
             "<h2>Partial submissions (not ranked)</h2>"
@@ -468,6 +544,16 @@ def render_markdown_board(entries: list[dict[str, Any]]) -> str:
             "ranked beside complete ones.",
             "",
             *_markdown_rows(_rows(partial, references=False)),
+        ]
+    references = [e for e in entries if is_reference_run(e)]
+    if references:
+        lines += [
+            "",
+            "## Reference agents (not ranked)",
+            "",
+            REFERENCE_TEXT,
+            "",
+            *_markdown_rows(_rows(references, references=False)),
         ]
     further = [e for e in entries if e.get("further_runs")]
     if further:

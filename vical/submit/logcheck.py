@@ -21,6 +21,13 @@ condition (demonstrations claimed but never shown, or shown in a ``--no-demos``
 run; basic rules declared detailed or the reverse) fails unless every request
 of every episode was forged to match.
 
+Which of these a log holds depends on the run's agent, whose kind must be declared
+in :mod:`vical.submit.kinds` (default-deny: an agent no kind declares is refused
+before any log is read). The references log decisions only, and each is re-derived
+here: the ``random`` agent's from the episode seed, the ``plan`` expert's from the
+plan file packaged with vical (:class:`_Derived`); a person's play (``human``) logs a
+session and decisions whose actions only the replay checks.
+
 What is taken from the log: the replies (the model's words) and the sha256 of
 each live frame's JPEG; the latter is checked against the replayed frame in the
 replay stage (:func:`vical.submit.verify.replay_one`).
@@ -45,6 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vical.bounded import json_depth_ok
+from vical.submit.kinds import AgentKind, agent_kind, protocol_backend
 from vical.submit.unpack import VerifyError
 
 MAX_LOG_LINE = 1 << 20  # a longer log line is not something vical writes
@@ -62,33 +71,8 @@ class LogFacts:
     actions: list[Any]
     sessions: list[dict[str, Any]] = field(default_factory=list)
     frame_jpegs: dict[int, str] = field(default_factory=dict)
-    # a coupled run: each decision's imagined rollouts (vical.wm.couple.Rollout) by step
+    # a coupled run: each decision's imagined rollouts (vical.wm.couple.CheckedRollout) by step
     imagined: dict[int, list[Any]] = field(default_factory=dict)
-
-
-def _depth_ok(raw: bytes) -> bool:
-    """Whether a JSON line nests at most MAX_LOG_DEPTH deep (brackets outside strings)."""
-    if raw.count(b"[") + raw.count(b"{") <= MAX_LOG_DEPTH:
-        return True
-    depth = 0
-    in_str = esc = False
-    for b in raw:
-        if in_str:
-            if esc:
-                esc = False
-            elif b == 0x5C:
-                esc = True
-            elif b == 0x22:
-                in_str = False
-        elif b == 0x22:
-            in_str = True
-        elif b in (0x5B, 0x7B):
-            depth += 1
-            if depth > MAX_LOG_DEPTH:
-                return False
-        elif b in (0x5D, 0x7D):
-            depth -= 1
-    return True
 
 
 def read_log(path: Path, rel: str) -> list[dict[str, Any]]:
@@ -98,7 +82,7 @@ def read_log(path: Path, rel: str) -> list[dict[str, Any]]:
         for n, raw in enumerate(f, start=1):
             if len(raw) > MAX_LOG_LINE:
                 raise VerifyError("log", f"{rel}: line {n} is longer than {MAX_LOG_LINE} bytes")
-            if not _depth_ok(raw):
+            if not json_depth_ok(raw, MAX_LOG_DEPTH):
                 raise VerifyError("log", f"{rel}: line {n} nests deeper than {MAX_LOG_DEPTH}")
             try:
                 rec = json.loads(raw)
@@ -203,9 +187,14 @@ def check_log(
         raise VerifyError("log", f"{log}: starts task {facts.task!r}, not {result.task_id}")
     if start.get("max_steps") != task.max_steps or start.get("actions") != task.action_names:
         raise cur.fail(start, "budget or action names are not this task data's")
-    agent = _agent_kind(run.agent)
-    proto = _Protocol(cur, task, run, folder, log) if agent == "protocol" else None
+    kind = agent_kind(run.agent)
+    proto = _Protocol(cur, task, run, folder, log, kind) if kind.records == "protocol" else None
+    derived = _derived_actions(kind, task, run, result, start, cur)
     coupling = _coupling(run, log)
+    if coupling is not None:
+        from vical.wm.couple import FrameDigests
+
+        seen = FrameDigests()
     step = 0
     while True:
         if cur.peek() == "end":
@@ -215,9 +204,9 @@ def check_log(
         where = f"for the decision at step {step}"
         rollouts = None
         if coupling is not None:
-            rollouts = _imagined(cur, coupling, task, result, step, folder, where)
+            rollouts = _imagined(cur, coupling, task, result, step, folder, where, seen)
             facts.imagined[step] = rollouts
-        if step == 0 and agent != "random":
+        if step == 0 and kind.session:
             session = cur.take("agent_session", where)
             settings = session.get("settings")
             if not isinstance(settings, dict):
@@ -233,16 +222,15 @@ def check_log(
             if proto is not None:
                 proto.session(session, settings)
             else:
-                _plain_session(cur, session, run)
+                _human_session(cur, session, run, task)
         if proto is not None:
             action, failure = proto.decision(step, result.frame_hashes, facts.frame_jpegs, rollouts)
+        elif kind.records == "human":
+            action, failure = _human_decision(cur, cur.take("decision", where), step, task), None
         else:
+            assert derived is not None
             rec = cur.take("decision", where)
-            if rec.get("step") != step:
-                raise cur.fail(rec, f"decision for step {rec.get('step')!r}, expected {step}")
-            action, failure = rec.get("action"), rec.get("failure")
-            if (action is None) == (failure is None):
-                raise cur.fail(rec, "a decision holds exactly one of an action or a failure")
+            action, failure = derived.decision(rec, step)
         if action is None:
             rec = cur.take("agent_failure", f"after the failed decision at step {step}")
             if rec.get("failure") != failure or rec.get("step") != step:
@@ -258,7 +246,7 @@ def check_log(
     cur.take("end", "last")
     if cur.i != len(records):
         raise cur.fail(records[cur.i], "a record after the end record")
-    if step == 0 and agent != "random" and not facts.sessions:
+    if step == 0 and kind.session and not facts.sessions:
         raise VerifyError("log", f"{log}: missing agent_session record (no decision was logged)")
     return facts
 
@@ -276,7 +264,14 @@ def _coupling(run: Any, log: str) -> Any:
 
 
 def _imagined(
-    cur: _Cursor, coupling: Any, task: Any, result: Any, step: int, folder: Path, where: str
+    cur: _Cursor,
+    coupling: Any,
+    task: Any,
+    result: Any,
+    step: int,
+    folder: Path,
+    where: str,
+    seen: Any,
 ) -> list[Any]:
     """The rollouts of a coupled decision's ``imagined`` record, checked."""
     from vical.wm.couple import RECORD, ImaginedError, check_imagined
@@ -286,58 +281,146 @@ def _imagined(
     current = hashes[step] if step < len(hashes) else None
     try:
         return check_imagined(
-            rec, coupling, task.action_names, result.seed, step, current, folder / "media"
+            rec,
+            coupling,
+            task.action_names,
+            result.seed,
+            step,
+            current,
+            folder / "media",
+            _jpeg_sha256,
+            seen,
         )
     except ImaginedError as e:
         raise cur.fail(rec, str(e)[:300]) from None
 
 
-def imagined_part(frame: Any) -> dict[str, Any]:
-    """The JPEG part the protocol shows for an imagined frame (as for a live frame)."""
+def _jpeg_sha256(frame: Any) -> str:
+    """The sha256 of the JPEG the protocol shows for a frame (live or imagined)."""
     from vical.agent.protocol import encode_jpeg, sha256_hex
 
-    return {"type": "image", "sha256": sha256_hex(encode_jpeg(frame)), "mime": "image/jpeg"}
+    return sha256_hex(encode_jpeg(frame))
 
 
-def _agent_kind(agent: str) -> str:
-    """``random`` (the reference: decisions only), ``protocol`` (a backend whose
-    requests can be rebuilt) or ``plain`` (another agent: a session, then decisions)."""
-    if agent == "random":
-        return "random"
-    from vical.agent.replay import ReplayError, _backend_class
-
-    try:
-        _backend_class(agent)
-    except ReplayError:
-        return "plain"
-    except Exception as e:  # an SDK that is not installed here
-        raise VerifyError("log", f"backend {agent!r} cannot be loaded here: {e}"[:300]) from None
-    return "protocol"
+def imagined_part(jpeg_sha256: str) -> dict[str, Any]:
+    """The JPEG part the protocol shows for an imagined frame (as for a live frame)."""
+    return {"type": "image", "sha256": jpeg_sha256, "mime": "image/jpeg"}
 
 
-def _plain_session(cur: _Cursor, session: dict[str, Any], run: Any) -> None:
-    """The condition as a session of an agent without rebuildable requests records it."""
-    rules = session.get("rules", "basic")
-    if rules != run.rules:
-        raise cur.fail(
-            session,
-            f"an agent session ran with {str(rules)[:20]} rules, the run declares {run.rules}",
+def _human_session(cur: _Cursor, session: dict[str, Any], run: Any, task: Any) -> None:
+    """The session a person's play (``vical play``) opens with."""
+    if session.get("backend") != run.agent or session.get("task") != task.id:
+        raise cur.fail(session, f"not a session of {run.agent!r} on {task.id}")
+
+
+def _human_decision(cur: _Cursor, rec: dict[str, Any], step: int, task: Any) -> str:
+    """A person's decision: the action taken (checked by the replay), how and when."""
+    action = rec.get("action")
+    if rec.get("step") != step:
+        raise cur.fail(rec, f"decision for step {rec.get('step')!r}, expected {step}")
+    if action not in task.action_names or rec.get("failure") is not None:
+        raise cur.fail(rec, f"not one of the task's actions: {str(action)[:40]!r}")
+    if set(rec) - {"type", "step", "action", "failure", "input", "wall_seconds", "_line"}:
+        raise cur.fail(rec, "a field a person's decision does not have")
+    return str(action)
+
+
+class _Derived:
+    """The decisions of an agent whose actions are re-derived here (the ``random``
+    reference from the episode seed, the ``plan`` expert from the packaged plans)."""
+
+    def __init__(self, cur: _Cursor, actions: Any, fill: str, expert: str | None, plan: bool):
+        self.cur = cur
+        self.actions = actions  # the planned actions (plan), or a seeded random.Random
+        self.fill = fill
+        self.expert = expert
+        self.plan = plan
+
+    def decision(self, rec: dict[str, Any], step: int) -> tuple[Any, Any]:
+        cur = self.cur
+        if rec.get("step") != step:
+            raise cur.fail(rec, f"decision for step {rec.get('step')!r}, expected {step}")
+        if rec.get("failure") is not None:
+            raise cur.fail(rec, "a reference agent never fails a decision")
+        if self.plan:
+            if self.expert is None:
+                want, source = self.fill, "no plan"
+            elif step < len(self.actions):
+                want, source = self.actions[step], "plan"
+            else:
+                want, source = self.fill, "fill"
+            extra = {"source": source, **({"expert": self.expert} if step == 0 else {})}
+        else:
+            want, extra = self.actions.choice(self.fill), {}
+        expected = {"type": "decision", "step": step, "action": want, **extra}
+        got = {k: v for k, v in rec.items() if k != "_line"}
+        if got != expected:
+            what = "the seed's" if not self.plan else "the packaged plan's"
+            raise cur.fail(
+                rec,
+                f"is not {what} decision for step {step} (action {str(rec.get('action'))[:40]!r}, "
+                f"re-derived {want!r})",
+            )
+        return want, None
+
+
+_PLANS: list[Any] = []
+
+
+def packaged_plans() -> Any:
+    """The plan file packaged with vical, read once (None when it is absent)."""
+    if not _PLANS:
+        from vical.agent.plans import DEFAULT_PLANS, load_plans
+
+        _PLANS.append(load_plans(DEFAULT_PLANS) if DEFAULT_PLANS.is_file() else None)
+    return _PLANS[0]
+
+
+def _derived_actions(
+    kind: Any, task: Any, run: Any, result: Any, start: dict[str, Any], cur: _Cursor
+) -> _Derived | None:
+    """How a reference agent's decisions are re-derived (None: a protocol backend)."""
+    import random
+
+    from vical.run.episode import episode_seed
+
+    if kind.records == "protocol":
+        return None
+    seed = episode_seed(run.run_seed, result.task_id, result.run_index)
+    if start.get("seed") != seed or result.seed != seed:
+        raise cur.fail(start, f"the episode seed is not the run's ({seed})")
+    if kind.records == "seeded":
+        # as vical.agent.backends.random.RandomAgent draws: one generator per episode
+        return _Derived(cur, random.Random(seed), task.action_names, None, plan=False)
+    from vical.agent.plans import fill_action
+
+    plans = packaged_plans()
+    declared = run.agent_settings.get("plans_sha256")
+    if plans is None or declared != plans.sha256:
+        raise VerifyError(
+            "agent",
+            f"run/manifest.json: a plan run made with plans {str(declared)[:16]!r}, not the "
+            "plan file packaged with this vical; only the packaged plans can be re-derived",
         )
-    if not run.demos and session.get("demos"):
-        raise cur.fail(session, "an agent session was shown demonstrations in a --no-demos run")
+    plan = plans.tasks.get(task.id)
+    return _Derived(
+        cur,
+        plan.actions if plan else (),
+        fill_action(task),
+        plan.expert if plan else None,
+        plan=True,
+    )
 
 
 class _Protocol:
     """The request protocol of one episode, rebuilt decision by decision."""
 
-    def __init__(self, cur: _Cursor, task: Any, run: Any, folder: Path, log: str):
-        from vical.agent.replay import _backend_class
-
+    def __init__(self, cur: _Cursor, task: Any, run: Any, folder: Path, log: str, kind: AgentKind):
         self.cur = cur
         self.task = task
         self.run = run
         self.log = log
-        self.cls = _backend_class(run.agent)
+        self.cls = protocol_backend(kind)
         self.media = _Media(folder, log)
         self.history: list[dict[str, Any]] = []
         self.logged = 0
@@ -436,7 +519,7 @@ class _Protocol:
         from vical.agent.protocol import first_message, imagination_parts, next_message
 
         imagined = imagination_parts(
-            [(r.action, [imagined_part(f) for f in r.frames]) for r in rollouts or []]
+            [(r.action, [imagined_part(j) for j in r.jpeg_sha256]) for r in rollouts or []]
         )
         # where the frame sits in the rebuilt message: known from the builder's layout
         try:

@@ -35,7 +35,6 @@ interrupted check leaves nothing behind and can simply be run again.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from collections.abc import Callable
@@ -57,13 +56,14 @@ from vical.spec import all_tasks, tasks_digest
 from vical.submit.bundle import run_condition
 from vical.submit.keys import DEFAULT_KEYRING as DEFAULT_KEYRING  # re-exported: the keyring
 from vical.submit.keys import key_id, load_public
+from vical.submit.kinds import agent_kind, bundle_kind, world_model_kind
 from vical.submit.logcheck import check_log
 from vical.submit.unpack import VerifyError as VerifyError  # re-exported: what verify raises
 from vical.submit.unpack import safe_extract as safe_extract  # re-exported for tools and tests
 from vical.submit.unpack import unpack_bundle
 
 if TYPE_CHECKING:
-    from vical.wm.couple import Rollout
+    from vical.wm.couple import CheckedRollout
 
 
 @dataclass
@@ -84,6 +84,10 @@ class Verdict:
     # the ablation condition the run declares and its logs were checked against:
     # {"rules": "basic" | "detailed", "demos": bool}
     condition: dict[str, Any] | None = None
+    # the run's agent (a kind of vical.submit.kinds.AGENT_KINDS; None for a world-model
+    # bundle) and whether its runs can ever be ranked (the references never are)
+    agent: str | None = None
+    rankable: bool = False
     # set when an episode's replay disagrees with its claims: the submitter's machine
     # (from the bundle's fingerprint, None when it has none) and this one's, each with
     # its self-check, so both sides can see whether the machines explain it
@@ -115,7 +119,8 @@ AGENT_ENDINGS = AGENT_FAILURES - INFRASTRUCTURE_FAILURES
 
 
 def read_run_manifest(root: Path) -> RunManifest:
-    """The bundle's run manifest, within the bounds any honest run has."""
+    """The bundle's run manifest, within the bounds any honest run has, naming an agent
+    and world model of a declared kind (:mod:`vical.submit.kinds`)."""
     try:
         run = RunManifest.model_validate_json((root / "run" / "manifest.json").read_bytes())
     except (OSError, ValueError, RecursionError) as e:  # ValidationError, bad UTF-8
@@ -126,6 +131,10 @@ def read_run_manifest(root: Path) -> RunManifest:
             f"run/manifest.json: runs_per_task {str(run.runs_per_task)[:20]} is not "
             f"between 1 and {MAX_RUNS_PER_TASK}",
         )
+    agent_kind(run.agent)  # default-deny: an agent no kind declares is refused here
+    if run.world_model is not None:
+        name = run.world_model.get("name") if isinstance(run.world_model, dict) else None
+        world_model_kind(name)
     return run
 
 
@@ -146,7 +155,7 @@ class _Coupled:
     rel: str
     task_id: str
     actions: tuple[str, ...]
-    imagined: dict[int, list[Rollout]]
+    imagined: dict[int, list[CheckedRollout]]
 
 
 def _resimulate(job: _Coupled) -> list[str]:
@@ -442,7 +451,50 @@ def _replay_task(job: list[tuple[Any, ...]]) -> list[_Replayed]:
     return out
 
 
+class UnexpectedError(VerifyError):
+    """The last resort: a check failed in a way vical did not foresee. The bundle is
+    refused with one line naming the exception and where it was raised; it is a bug
+    in vical all the same (tests treat it as one)."""
+
+    def __init__(self, e: BaseException):
+        import traceback
+
+        frames = traceback.extract_tb(e.__traceback__)
+        where = f" in {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+        super().__init__(
+            "unexpected",
+            f"{type(e).__name__}{where}: {_first_line(e)[:200]}; the bundle is refused "
+            "(this is a bug in vical's checks: please report it)",
+        )
+        self.original = e
+
+
 def verify_bundle(
+    bundle: Path,
+    pubkeys: list[Path] | None = None,
+    keyring: Path | None = DEFAULT_KEYRING,
+    workers: int | None = None,
+    progress: bool = True,
+    shard: Shard | None = None,
+    wm_cases: Path | None = None,
+    accept_wm: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Verdict:
+    """Run every check (:func:`check_bundle`); any exception the checks did not turn
+    into a verdict becomes a refusal (:class:`UnexpectedError`), never a traceback."""
+    from vical.run.pool import Interrupted
+
+    try:
+        return check_bundle(
+            bundle, pubkeys, keyring, workers, progress, shard, wm_cases, accept_wm, on_progress
+        )
+    except (VerifyError, Interrupted, MemoryError):  # memory: the machine's, not a verdict
+        raise
+    except Exception as e:  # RecursionError included
+        raise UnexpectedError(e) from e
+
+
+def check_bundle(
     bundle: Path,
     pubkeys: list[Path] | None = None,
     keyring: Path | None = DEFAULT_KEYRING,
@@ -476,7 +528,7 @@ def verify_bundle(
         trusted = load_keyring(pubkeys, keyring)
         # signature first, then only the files the signed manifest lists (vical.submit.unpack)
         root, manifest, signer = unpack_bundle(Path(bundle), Path(tmp), trusted)
-        if manifest.get("kind") == "wm":
+        if bundle_kind(manifest) == "wm":
             if not accept_wm:
                 raise VerifyError(
                     "manifest",
@@ -553,6 +605,8 @@ def verify_bundle(
         partial=bool(manifest.get("partial")),
         signer=signer,
         condition=condition,
+        agent=run.agent,
+        rankable=agent_kind(run.agent).ranked,
         machines=None if ok else both_machines(manifest),
         # what the replay and this vical's task data say, never the bundle's own claims
         results=[verified[i] for i in sorted(verified)] if ok else [],
@@ -590,6 +644,42 @@ def machines_lines(machines: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def wm_case_budget(ids: Any, rebuilt: bool) -> dict[str, list[int]]:
+    """The case numbers of a world-model run's case ids, by scenario, checked before any
+    work: each id is ``<scenario>/<number>`` of a known scenario, none twice, and (when
+    the cases are rebuilt from the simulators) within the published case set
+    (:data:`vical.wm.cases.CONTEXTS` contexts of :data:`vical.wm.cases.BRANCHES` cases
+    per scenario), so the contexts rebuilt are at most the published ones."""
+    import re
+
+    from vical.wm.cases import BRANCHES, CONTEXTS, SCENARIOS
+
+    known = {s.name for s in SCENARIOS}
+    limit = CONTEXTS * BRANCHES
+    if not ids or len(ids) > len(known) * limit:
+        raise VerifyError("schema", f"wm: {len(ids)} cases, not between 1 and {len(known) * limit}")
+    out: dict[str, list[int]] = {}
+    seen: set[str] = set()
+    for cid in ids:
+        m = re.fullmatch(r"([a-z-]{1,40})/(\d{1,6})", cid) if isinstance(cid, str) else None
+        if m is None:
+            raise VerifyError("schema", f"wm: case id {str(cid)[:40]!r} is not <scenario>/<number>")
+        if m.group(1) not in known:
+            raise VerifyError("schema", f"wm: case {cid}: unknown scenario {m.group(1)!r}")
+        if cid in seen:
+            raise VerifyError("schema", f"wm: case {cid} listed twice")
+        seen.add(cid)
+        number = int(m.group(2))
+        if rebuilt and number >= limit:
+            raise VerifyError(
+                "budget",
+                f"wm: case {cid} is beyond the published {limit} cases of its scenario; "
+                "refused before rebuilding any context (pass the case folder it was made on)",
+            )
+        out.setdefault(m.group(1), []).append(number)
+    return out
+
+
 def verify_wm(
     root: Path,
     manifest: dict[str, Any],
@@ -605,32 +695,40 @@ def verify_wm(
     simulators into ``scratch``, as far as the run's cases reach. One verdict per case; the signed summary must be
     the run's ``summary.json``, which must re-derive from the re-computed scores.
     """
-    from vical.wm.cases import BRANCHES, build, scenario
+    from vical.bounded import MemberError, parse_json
+    from vical.wm.cases import BRANCHES, build
     from vical.wm.evaluate import MANIFEST, SUMMARY, rescore
 
     run = root / "wm"
     try:
-        run_manifest = json.loads((run / MANIFEST).read_bytes())
-        claimed = json.loads((run / SUMMARY).read_bytes())
-        ids = [str(i) for i in run_manifest["cases"]]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise VerifyError("schema", f"world-model run files unreadable: {e}") from e
+        run_manifest = parse_json((run / MANIFEST).read_bytes())
+        claimed = parse_json((run / SUMMARY).read_bytes())
+    except OSError as e:
+        raise VerifyError("schema", f"world-model run files unreadable: {e}") from None
+    except MemberError as e:
+        raise VerifyError("schema", f"wm/{MANIFEST} or wm/{SUMMARY}: {e}") from None
+    if not isinstance(run_manifest, dict) or not isinstance(run_manifest.get("cases"), list):
+        raise VerifyError("schema", f"wm/{MANIFEST}: no list of cases")
+    ids = run_manifest["cases"]
     if manifest.get("summary") != claimed:
         raise VerifyError("consistency", f"the signed summary is not wm/{SUMMARY}")
+    numbers = wm_case_budget(ids, rebuilt=cases_dir is None)
     if cases_dir is None:
-        names = sorted({i.split("/")[0] for i in ids})
+        names = sorted(numbers)
+        # only as many contexts as the run's cases reach (case number // branches), within
+        # the published case set: the work is known before any of it is done
+        contexts = 1 + max(n // BRANCHES for ns in numbers.values() for n in ns)
         try:
-            for name in names:
-                scenario(name)
-        except KeyError as e:
-            raise VerifyError("consistency", f"{e.args[0]}; pass the case folder") from e
-        try:  # only as many contexts as the run's cases reach (case number // branches)
-            contexts = 1 + max(int(i.split("/")[1]) // BRANCHES for i in ids)
-        except (IndexError, ValueError) as e:
-            raise VerifyError("schema", f"a case id is not <scenario>/<number>: {e}") from e
-        build(scratch, names, contexts=contexts, workers=workers, pool=run_pool)
+            build(scratch, names, contexts=contexts, workers=workers, pool=run_pool)
+        except RuntimeError as e:
+            raise VerifyError(
+                "consistency", f"the cases cannot be rebuilt here: {_first_line(e)}"
+            ) from None
         cases_dir = scratch
-    problems = rescore(run, cases_dir, workers=workers, pool=run_pool)
+    try:
+        problems = rescore(run, cases_dir, workers=workers, pool=run_pool)
+    except (ValueError, OSError, KeyError, TypeError) as e:
+        raise VerifyError("predictions", f"wm: {_first_line(e)}") from None
     episodes = []
     for cid in ids:
         mine = [p for p in problems if p.startswith(f"{cid}:")]

@@ -165,9 +165,13 @@ def encode_png(frame: Frame) -> bytes:
     return buf.getvalue()
 
 
-def decode_png(data: bytes) -> Frame:
-    with Image.open(io.BytesIO(data)) as im:
-        return np.asarray(im.convert("RGB"), dtype=np.uint8).copy()
+def decode_png(data: bytes, size: tuple[int, int] | None = None) -> Frame:
+    """A PNG's pixels, its header checked first (:func:`vical.bounded.decode_image`: the
+    frame ``size`` (width, height) when given, else at most a frame's pixel count);
+    :class:`vical.bounded.MemberError` (a ValueError) otherwise."""
+    from vical.bounded import decode_image
+
+    return decode_image(data, "PNG", size)
 
 
 def pixels_sha256(frame: Frame) -> str:

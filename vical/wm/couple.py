@@ -322,6 +322,22 @@ class ImaginedError(ValueError):
     """An ``imagined`` record that is not what the coupled condition produces."""
 
 
+@dataclass(frozen=True)
+class CheckedRollout:
+    """A logged rollout as verification keeps it: no pixels, only what is compared
+    later (each frame's pixel sha256, and the sha256 of the JPEG a request shows)."""
+
+    action: str
+    intervention: list[str]
+    frame_sha256: list[str]
+    jpeg_sha256: list[str]
+
+
+class FrameDigests(dict[str, tuple[str, str]]):
+    """An episode's imagined PNGs already read, by PNG sha256: (pixel sha256, JPEG
+    sha256). Each PNG is decoded once, and one at a time, however many frames name it."""
+
+
 def check_imagined(
     rec: dict[str, Any],
     coupling: Coupling,
@@ -330,13 +346,17 @@ def check_imagined(
     step: int,
     frame_hash: str | None,
     media_dir: Path,
-) -> list[Rollout]:
+    jpeg_sha256: Callable[[npt.NDArray[np.uint8]], str],
+    seen: FrameDigests,
+) -> list[CheckedRollout]:
     """The rollouts an ``imagined`` record logs, read back from its PNG files.
 
     Checks the step, the world model, the candidates (:func:`candidate_actions`),
-    each intervention (the candidate ``horizon`` times), each PNG (present, matching
-    its sha256, decoding to the logged pixel sha256) and, for ``copy-last``, that
-    every frame is the current one (``frame_hash``). Raises :class:`ImaginedError`.
+    each intervention (the candidate ``horizon`` times), the shape of the record (all
+    before any PNG is read), each PNG (present, matching its sha256, its header within
+    a frame's bounds, decoding to the logged pixel sha256) and, for ``copy-last``, that
+    every frame is the current one (``frame_hash``). Decoded pixels are not kept
+    (``jpeg_sha256`` gives what a request shows of each). Raises :class:`ImaginedError`.
     """
     if rec.get("step") != step:
         raise ImaginedError(f"imagined record for step {rec.get('step')!r}, expected {step}")
@@ -352,8 +372,7 @@ def check_imagined(
         or [c.get("action") if isinstance(c, dict) else None for c in listed] != want
     ):
         raise ImaginedError(f"the candidates are not the condition's {want} for step {step}")
-    out = []
-    for c in listed:
+    for c in listed:  # the whole record's shape first: the work it asks for is then known
         action = c["action"]
         intervention = [action] * coupling.horizon
         if c.get("intervention") != intervention:
@@ -361,42 +380,65 @@ def check_imagined(
         entries = c.get("frames")
         if not isinstance(entries, list) or len(entries) != len(intervention):
             raise ImaginedError(f"candidate {action}: not one imagined frame per action")
-        frames = []
         for e in entries:
-            frames.append(_read_png(e, media_dir, action))
-            if coupling.world_model == "copy-last" and e["sha256"] != frame_hash:
+            _frame_entry(e, action)
+    out = []
+    for c in listed:
+        action = c["action"]
+        pixels, jpegs = [], []
+        for e in c["frames"]:
+            pixel, jpeg = _read_png(e, media_dir, action, jpeg_sha256, seen)
+            if coupling.world_model == "copy-last" and pixel != frame_hash:
                 raise ImaginedError(
                     f"candidate {action}: a copy-last frame that is not the current frame"
                 )
-        out.append(Rollout(action, intervention, frames))
+            pixels.append(pixel)
+            jpegs.append(jpeg)
+        out.append(CheckedRollout(action, [action] * coupling.horizon, pixels, jpegs))
     return out
 
 
-def _read_png(entry: Any, media_dir: Path, action: str) -> npt.NDArray[np.uint8]:
+def _frame_entry(entry: Any, action: str) -> None:
     if not isinstance(entry, dict) or not all(
         isinstance(entry.get(k), str) and len(entry[k]) == 64 for k in ("sha256", "png")
     ):
         raise ImaginedError(f"candidate {action}: a frame entry without its two sha256")
-    png = str(entry["png"])
-    if any(ch not in "0123456789abcdef" for ch in png):
+    if any(ch not in "0123456789abcdef" for ch in str(entry["png"])):
         raise ImaginedError(f"candidate {action}: a PNG sha256 that is not hex")
-    path = media_dir / f"{png}.png"
-    if not path.is_file():
-        raise ImaginedError(f"candidate {action}: imagined frame {png[:12]} is not in media/")
-    data = path.read_bytes()
-    if hashlib.sha256(data).hexdigest() != png:
-        raise ImaginedError(f"media/{png}.png does not match its sha256")
-    try:
-        frame = decode_png(data)
-    except (OSError, ValueError) as e:
-        raise ImaginedError(f"media/{png}.png is not a PNG ({type(e).__name__})") from None
-    if frame_sha256(frame) != entry["sha256"]:
+
+
+def _read_png(
+    entry: dict[str, Any],
+    media_dir: Path,
+    action: str,
+    jpeg_sha256: Callable[[npt.NDArray[np.uint8]], str],
+    seen: FrameDigests,
+) -> tuple[str, str]:
+    """(pixel sha256, JPEG sha256) of one imagined frame, its PNG read once per episode."""
+    from vical.bounded import MemberError
+
+    png = str(entry["png"])
+    if png not in seen:
+        path = media_dir / f"{png}.png"
+        if not path.is_file():
+            raise ImaginedError(f"candidate {action}: imagined frame {png[:12]} is not in media/")
+        data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != png:
+            raise ImaginedError(f"media/{png}.png does not match its sha256")
+        try:  # its header first: at most a frame's pixels are ever decoded
+            frame = decode_png(data)
+        except MemberError as e:
+            raise ImaginedError(f"media/{png}.png: {e}") from None
+        seen[png] = (frame_sha256(frame), jpeg_sha256(frame))
+        del frame
+    pixel, jpeg = seen[png]
+    if pixel != entry["sha256"]:
         raise ImaginedError(f"media/{png}.png does not hold the logged pixels")
-    return frame
+    return pixel, jpeg
 
 
 def resimulate(
-    task: TaskSpec, actions: Sequence[str], imagined: dict[int, list[Rollout]]
+    task: TaskSpec, actions: Sequence[str], imagined: dict[int, list[CheckedRollout]]
 ) -> list[str]:
     """Problems of a ``simulator`` coupled episode's imagined frames: each decision's
     rollouts are played again from the replayed state and must be the logged frames."""
@@ -410,9 +452,8 @@ def resimulate(
                 for r in rollouts:
                     again = play_from(env, r.intervention)
                     env.restore(snap)
-                    same = len(again) == len(r.frames) and all(
-                        frame_sha256(a) == frame_sha256(b)
-                        for a, b in zip(again, r.frames, strict=True)
+                    same = len(again) == len(r.frame_sha256) and all(
+                        frame_sha256(a) == b for a, b in zip(again, r.frame_sha256, strict=True)
                     )
                     if not same:
                         problems.append(

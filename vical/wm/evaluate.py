@@ -248,10 +248,14 @@ def _score_job(job: _ScoreJob) -> list[_ScoreOut]:
     by_id = _cases_by_id(job.folder)
     cases = [by_id[i] for i in job.cases]
     pngs: dict[str, list[bytes]] = {}
+    sizes: dict[str, tuple[int, int]] = {}
     for k, case in enumerate(cases):
-        if job.actions is None:
+        if job.actions is None:  # stored predictions: each must have the truth's size
+            from vical.bounded import image_header
+
             run = Path(str(job.run))
             pngs[case.id] = [(run / n).read_bytes() for n in prediction_names(case)]
+            sizes[case.id] = image_header((folder / case.truth_frames[0]).read_bytes(), "PNG")
             continue
         model = _MODEL[0]
         frames = model.predict(request_for(case, folder, list(job.actions[k])), case)
@@ -262,7 +266,14 @@ def _score_job(job: _ScoreJob) -> list[_ScoreOut]:
             )
         pngs[case.id] = [encode_png(np.asarray(f, dtype=np.uint8)) for f in frames]
     # scored from the stored bytes, so a re-score of the run finds the same numbers
-    preds = {cid: [decode_png(d) for d in data] for cid, data in pngs.items()}
+    preds: dict[str, list[Frame]] = {}
+    for cid, data in pngs.items():
+        preds[cid] = []
+        for i, d in enumerate(data, start=1):
+            try:
+                preds[cid].append(decode_png(d, sizes.get(cid)))
+            except ValueError as e:
+                raise ValueError(f"{cid}: prediction pred_{i}.png: {e}") from None
     if job.targets is not None:
         targets = {
             cid: [decode_png(d) for d in t] for cid, t in zip(job.cases, job.targets, strict=True)
@@ -511,14 +522,33 @@ def rescore(run: Path, cases_dir: Path, workers: int = 1, pool: Pool | None = No
 
 def _check_stored(run: Path, manifest: dict[str, Any], fresh: dict[str, Any]) -> list[str]:
     """Problems of the stored scores and summary against the re-computed scores."""
+    from vical.bounded import MemberError, parse_json
+
     problems = []
-    stored = [json.loads(line) for line in (run / SCORES).read_text().splitlines() if line]
+    stored = []
+    for n, line in enumerate((run / SCORES).read_bytes().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            s = parse_json(line)
+        except MemberError as e:
+            return [
+                f"{SCORES}: line {n} is {e}" if str(e) == "not JSON" else f"{SCORES}: line {n} {e}"
+            ]
+        if not isinstance(s, dict) or not isinstance(s.get("case"), str):
+            return [f"{SCORES}: line {n} is not a score record (an object naming its case)"]
+        stored.append(s)
     for s in stored:
         if fresh.get(s["case"]) != s:
-            problems.append(f"{s['case']}: stored score {s.get('score')} does not re-derive")
+            problems.append(
+                f"{s['case']}: stored score {str(s.get('score'))[:20]} does not re-derive"
+            )
     if len(stored) != len(fresh):
         problems.append(f"{len(stored)} stored scores for {len(fresh)} cases")
-    summary = json.loads((run / SUMMARY).read_text())
+    try:
+        summary = parse_json((run / SUMMARY).read_bytes())
+    except MemberError as e:
+        return [*problems, f"{SUMMARY}: {e}"]
     again = summary_of(manifest, [CaseScore.model_validate(v) for v in fresh.values()])
     if summary != again:
         problems.append(f"{SUMMARY}: its means and intervals do not re-derive from the scores")
