@@ -1,9 +1,11 @@
 """The mutation fuzzer (tests/fuzz_bundles/mutate.py), a small seeded count for CI.
 
-Every mutation of an honest model bundle, re-signed with the submitter's own key,
-must end in a verdict: rejected with one line, a failing replay, or accepted with
-the ranked fields, the condition and the coverage unchanged (and a leaderboard that
-adds and builds it). ``nox -s fuzz`` runs the large count.
+Every mutation of an honest bundle of each kind (a model backend's run, the expert's
+plan run, an Inspect-imported run, a world-model evaluation, a coupled run),
+re-signed with the submitter's own key, must end in a verdict: rejected with one line,
+a failing replay, or accepted with the ranked fields, the agent's kind, the condition
+and the coverage unchanged (and a leaderboard that adds and builds it). ``nox -s fuzz``
+runs the large count.
 """
 
 from __future__ import annotations
@@ -12,20 +14,21 @@ import io
 import os
 
 import pytest
-from fuzz_bundles.mutate import FAILURES, campaign, honest_source
+from fuzz_bundles.mutate import FAILURES, KINDS, campaign, honest_source
 
-COUNT = int(os.environ.get("VICAL_FUZZ_COUNT", "40"))
-
-
-@pytest.fixture(scope="module")
-def honest(tmp_path_factory):
-    return honest_source(tmp_path_factory.mktemp("fuzz"))
+# mutations per kind; the model run's campaign is the longest-standing, and larger
+COUNTS = {"run": 24, "expert": 8, "inspect": 6, "wm": 5, "coupled": 8}
+SCALE = float(os.environ.get("VICAL_FUZZ_SCALE", "1"))
 
 
-def test_every_mutation_is_a_verdict(honest):
-    src, pub = honest
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_mutation_is_a_verdict(tmp_path, kind):
+    if kind == "inspect":
+        pytest.importorskip("inspect_ai")
+    src, pub, cases = honest_source(tmp_path, kind)
+    count = max(1, int(COUNTS[kind] * SCALE))
     log = io.StringIO()
-    tally = campaign(src, pub, range(COUNT), log)
-    assert sum(tally.values()) == COUNT
+    tally = campaign(src, pub, range(count), log, cases)
+    assert sum(tally.values()) == count
     assert not any(tally.get(k) for k in FAILURES), log.getvalue()
     assert tally["rejected"] > 0

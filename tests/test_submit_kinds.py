@@ -245,3 +245,56 @@ def test_an_entry_is_never_replaced_and_its_id_holds_the_full_digest(bundles, tm
             d / "random.tar.gz", pubkeys=[pub], submissions=subs, workers=1, progress=False
         )
     assert path.read_bytes() == before and len(list(subs.iterdir())) == 1
+
+
+# -- the archive ends where its stream ends ----------------------------------------------
+@pytest.mark.parametrize(
+    ("tail", "reason"),
+    [
+        (lambda gz: gz + b"x", "bytes after the end of the compressed stream"),
+        (lambda gz: gz + __import__("gzip").compress(b"\0" * 1024), "bytes after the end of"),
+        (
+            lambda gz: __import__("gzip").compress(
+                __import__("gzip").decompress(gz) + b"hidden" + b"\0" * 506
+            ),
+            "data after the end of the archive",
+        ),
+    ],
+)
+def test_bytes_after_the_archive_are_refused(bundles, tmp_path, tail, reason):
+    """A bundle whose file holds more than its archive (a second gzip member, trailing
+    bytes, data after the tar's end): no two files of different bytes verify alike."""
+    d, _, pub = bundles
+    out = tmp_path / "tail.tar.gz"
+    out.write_bytes(tail((d / "random.tar.gz").read_bytes()))
+    from vical.submit.verify import verify_bundle
+
+    with pytest.raises(VerifyError, match=r"^\[unpack\] " + reason):
+        verify_bundle(out, pubkeys=[pub], workers=1, progress=False)
+
+
+def test_a_mixed_script_look_alike_is_flagged_on_the_board(bundles, tmp_path):
+    d, priv, pub = bundles
+    root = unpack(d / "random.tar.gz", tmp_path / "u")
+    bm = json.loads((root / "manifest.json").read_text())
+    bm["submitter"]["team"] = "Anthr\u043epic"  # a Cyrillic o
+    (root / "manifest.json").write_text(json.dumps(bm, indent=2, sort_keys=True) + "\n")
+    bundle = repack(root, tmp_path / "b.tar.gz", rehash=True, resign_key=priv)
+    subs = tmp_path / "subs"
+    leaderboard.add(bundle, pubkeys=[pub], submissions=subs, workers=1, progress=False)
+    md = leaderboard.render_markdown_board(leaderboard.load_entries(subs))
+    assert "Anthr\u043epic" in md and "mixed scripts" in md
+
+
+def test_a_bundle_of_other_task_data_is_refused(bundles, tmp_path):
+    d, priv, pub = bundles
+    root = unpack(d / "random.tar.gz", tmp_path / "u")
+    bm = json.loads((root / "manifest.json").read_text())
+    bm["fingerprint"]["tasks_digest"] = "0" * 64
+    (root / "manifest.json").write_text(json.dumps(bm, indent=2, sort_keys=True) + "\n")
+    _edit_json(root / "run" / "manifest.json", tasks_digest="0" * 64)
+    bundle = repack(root, tmp_path / "b.tar.gz", rehash=True, resign_key=priv)
+    from vical.submit.verify import verify_bundle
+
+    with pytest.raises(VerifyError, match=r"^\[dataset\] task data 000000000000 is not this"):
+        verify_bundle(bundle, pubkeys=[pub], workers=1, progress=False)

@@ -313,11 +313,16 @@ def _rows(
     entries: list[dict[str, Any]], references: bool = True, report: str = "report"
 ) -> list[dict[str, Any]]:
     rows = []
+    from vical.submit.unpack import mixed_script
+
     for e in entries:
         cols = e[report]["columns"]
+        name = f"{e['model']} ({e['team']})"
+        if mixed_script(name):  # a look-alike of another name, perhaps: say so
+            name += " [mixed scripts: letters of several alphabets in one word]"
         rows.append(
             {
-                "name": f"{e['model']} ({e['team']})",
+                "name": name,
                 "id": e["id"],
                 "date": str(e.get("date") or ""),
                 "verified": e.get("verified", False),

@@ -37,7 +37,6 @@ bundle file, a bad option).
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
@@ -68,6 +67,7 @@ MAX_SCAN_BYTES = MAX_TOTAL_BYTES + 512 * 1024**2
 RESERVED = ("manifest.json", "manifest.sig")
 _BLOCK = 512
 _CHUNK = 1 << 20
+_RECORD = 20 * _BLOCK  # tar pads an archive to a whole record of 10 KiB
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 # manifest fields (besides format and files) and the JSON type each must have
 _MANIFEST_FIELDS: dict[str, type | tuple[type, ...]] = {
@@ -181,6 +181,31 @@ def open_bundle(bundle: Path) -> BinaryIO:
         raise
 
 
+class _Gunzip:
+    """One gzip member, decompressed forward in bounded pieces; :meth:`rest` is what
+    follows the member in the file (a second member or any trailing bytes)."""
+
+    def __init__(self, raw: BinaryIO):
+        self.raw = raw
+        self.d = zlib.decompressobj(wbits=31)  # gzip header and trailer, one member
+        self.buf = b""  # decompressed, not yet read (at most _CHUNK bytes)
+        self.at = 0
+
+    def read(self, n: int) -> bytes:
+        while self.at >= len(self.buf) and not self.d.eof:
+            src = self.d.unconsumed_tail or self.raw.read(_CHUNK)
+            if not src:
+                raise EOFError("the compressed stream ends before its end marker")
+            self.buf, self.at = self.d.decompress(src, _CHUNK), 0
+        out = self.buf[self.at : self.at + n]
+        self.at += len(out)
+        return out
+
+    def rest(self) -> bytes:
+        """Up to a few bytes past the end of the member (b"": the file ends with it)."""
+        return self.d.unused_data[:16] or self.raw.read(16)
+
+
 class _Stream:
     """The archive's bytes (gunzipped if needed), read forward only, with a cap."""
 
@@ -188,11 +213,26 @@ class _Stream:
         raw.seek(0)
         magic = raw.read(2)
         raw.seek(0)
-        self._f: gzip.GzipFile | BinaryIO = (
-            gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
-        )
+        self._f: _Gunzip | BinaryIO = _Gunzip(raw) if magic == b"\x1f\x8b" else raw
         self.pos = 0
         self.limit = limit
+
+    def finish(self) -> None:
+        """At the end-of-archive marker: what follows may only be the tar's zero padding
+        (to its 10 KiB record), then the end of the compressed stream and of the file."""
+        left = _RECORD + 2 * _BLOCK
+        while True:
+            chunk = self._read_some(min(left, _CHUNK)) if left else self._read_some(1)
+            if not chunk:
+                break
+            if not left or chunk.count(0) != len(chunk):
+                raise VerifyError(
+                    "unpack", f"data after the end of the archive (near byte {self.pos}): refusing"
+                )
+            self.pos += len(chunk)
+            left -= len(chunk)
+        if isinstance(self._f, _Gunzip) and self._f.rest():
+            raise VerifyError("unpack", "bytes after the end of the compressed stream: refusing")
 
     def _read_some(self, n: int) -> bytes:
         try:
@@ -527,11 +567,53 @@ def _label_problem(value: Any, limit: int) -> str | None:
         return f"is longer than {limit} characters"
     if value != value.strip():
         return "starts or ends with white space"
+    run = 0
     for c in value:
         cat = unicodedata.category(c)
-        if cat in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+        if cat in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp") or (cat == "Zs" and c != " "):
             return f"contains character U+{ord(c):04X} ({cat})"
+        if c in INVISIBLE:
+            return f"contains character U+{ord(c):04X} (shown as nothing)"
+        run = run + 1 if cat in ("Mn", "Mc", "Me") else 0
+        if run > MAX_COMBINING_RUN:
+            return f"stacks more than {MAX_COMBINING_RUN} combining marks on one character"
+    if unicodedata.normalize("NFKC", value) != value:
+        return "is not in Unicode normal form NFKC (write it as its NFKC form)"
+    if not any(unicodedata.category(c)[0] in "LN" for c in value):
+        return "holds no letter or digit"
     return None
+
+
+# characters that show as nothing although no category says so (fillers, blank patterns)
+INVISIBLE = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5\u180e")
+MAX_COMBINING_RUN = 2  # more combining marks on one base than any script writes in a name
+
+
+def label_scripts(value: str) -> set[str]:
+    """The scripts of a label's letters (the first word of each letter's Unicode name:
+    LATIN, CYRILLIC, GREEK, ...); digits, marks and punctuation belong to none."""
+    import unicodedata
+
+    out = set()
+    for c in value:
+        if unicodedata.category(c).startswith("L"):
+            script = unicodedata.name(c, "UNKNOWN").split(" ")[0]
+            out.add("CJK" if script in _EAST_ASIAN else script)
+    return out
+
+
+# scripts one word of Chinese, Japanese or Korean mixes by nature
+_EAST_ASIAN = frozenset(
+    {"CJK", "HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA", "HANGUL", "HALFWIDTH", "FULLWIDTH"}
+)
+
+
+def mixed_script(value: str) -> bool:
+    """Whether a word of ``value`` mixes letters of two scripts (a look-alike of a name
+    in one script, such as Cyrillic letters in a Latin word): flagged on the board."""
+    import re
+
+    return any(len(label_scripts(w)) > 1 for w in re.split(r"[\s\W_]+", value) if w)
 
 
 def check_submitter(sub: dict[str, Any]) -> None:
@@ -657,6 +739,7 @@ def _extract(
         sha256 = _write_member(stream, m, dest.joinpath(TOP, *parts), rel)
         if entry is not None and sha256 != entry.sha256:
             raise VerifyError("manifest", f"sha256 mismatch (file changed after packing): {rel}")
+    stream.finish()
     if listed is not None:
         missing = sorted(set(listed) - seen)
         if missing:

@@ -646,8 +646,8 @@ def machines_lines(machines: dict[str, Any] | None) -> list[str]:
 
 def wm_case_budget(ids: Any, rebuilt: bool) -> dict[str, list[int]]:
     """The case numbers of a world-model run's case ids, by scenario, checked before any
-    work: each id is ``<scenario>/<number>`` of a known scenario, none twice, and (when
-    the cases are rebuilt from the simulators) within the published case set
+    work: each id is ``<scenario>/<number>``, none twice, and, when the cases are rebuilt
+    from the simulators, of a published scenario and within the published case set
     (:data:`vical.wm.cases.CONTEXTS` contexts of :data:`vical.wm.cases.BRANCHES` cases
     per scenario), so the contexts rebuilt are at most the published ones."""
     import re
@@ -656,15 +656,15 @@ def wm_case_budget(ids: Any, rebuilt: bool) -> dict[str, list[int]]:
 
     known = {s.name for s in SCENARIOS}
     limit = CONTEXTS * BRANCHES
-    if not ids or len(ids) > len(known) * limit:
+    if not ids or (rebuilt and len(ids) > len(known) * limit):
         raise VerifyError("schema", f"wm: {len(ids)} cases, not between 1 and {len(known) * limit}")
     out: dict[str, list[int]] = {}
     seen: set[str] = set()
     for cid in ids:
-        m = re.fullmatch(r"([a-z-]{1,40})/(\d{1,6})", cid) if isinstance(cid, str) else None
+        m = re.fullmatch(r"([A-Za-z0-9_.-]{1,80})/(\d{1,6})", cid) if isinstance(cid, str) else None
         if m is None:
             raise VerifyError("schema", f"wm: case id {str(cid)[:40]!r} is not <scenario>/<number>")
-        if m.group(1) not in known:
+        if rebuilt and m.group(1) not in known:  # (a case folder may hold other scenarios)
             raise VerifyError("schema", f"wm: case {cid}: unknown scenario {m.group(1)!r}")
         if cid in seen:
             raise VerifyError("schema", f"wm: case {cid} listed twice")
