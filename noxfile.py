@@ -217,7 +217,8 @@ def lock(session: nox.Session) -> None:
 
 @nox.session(python=PY)
 def fuzz(session: nox.Session) -> None:
-    """The bundle mutation fuzzer's large run (10,000 mutations; pass --count N)."""
+    """The bundle mutation fuzzer's large run: 10,000 mutations of each bundle kind (run,
+    expert, inspect, wm, coupled; pass --count N, --kinds a,b)."""
     _install(session)
     session.chdir("tests")
     session.run("python", "-m", "fuzz_bundles.mutate", *(session.posargs or ["--count", "10000"]))

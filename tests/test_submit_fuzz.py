@@ -22,9 +22,13 @@ SCALE = float(os.environ.get("VICAL_FUZZ_SCALE", "1"))
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_every_mutation_is_a_verdict(tmp_path, kind):
+def test_every_mutation_is_a_verdict(tmp_path, kind, monkeypatch):
     if kind == "inspect":
         pytest.importorskip("inspect_ai")
+    import vical.agent.plans
+
+    # the expert's source replaces the packaged plan file for this process: put it back
+    monkeypatch.setattr(vical.agent.plans, "DEFAULT_PLANS", vical.agent.plans.DEFAULT_PLANS)
     src, pub, cases = honest_source(tmp_path, kind)
     count = max(1, int(COUNTS[kind] * SCALE))
     log = io.StringIO()

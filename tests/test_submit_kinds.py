@@ -19,7 +19,6 @@ import pytest
 
 from tests.test_submit import repack, unpack
 from vical.agent.base import _MODULES
-from vical.agent.plans import DEFAULT_PLANS
 from vical.run import RunOptions, run_eval
 from vical.serve import BaselineServer
 from vical.spec import select_tasks
@@ -34,11 +33,22 @@ TASKS = "taxi/state1,cliffwalking/base"
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def verify_in_subprocess(bundle: Path, pub: Path) -> subprocess.CompletedProcess[str]:
-    """``vical verify`` in a new Python process (only vical's own imports)."""
+# `vical verify` with another file as the packaged expert plans (see expert_plans)
+WITH_PLANS = (
+    "import sys; from pathlib import Path; import vical.agent.plans as p; "
+    "p.DEFAULT_PLANS = Path(sys.argv.pop(1)); from vical.cli import main; main()"
+)
+
+
+def verify_in_subprocess(
+    bundle: Path, pub: Path, plans: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``vical verify`` in a new Python process (only vical's own imports); ``plans``:
+    the file it takes for the packaged expert plans."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    start = ["-m", "vical.cli"] if plans is None else ["-c", WITH_PLANS, str(plans)]
     return subprocess.run(
-        [sys.executable, "-m", "vical.cli", "verify", str(bundle), "--pubkey", str(pub), "-j", "1"],
+        [sys.executable, *start, "verify", str(bundle), "--pubkey", str(pub), "-j", "1"],
         capture_output=True,
         text=True,
         env=env,
@@ -59,15 +69,22 @@ def assert_refused(proc: subprocess.CompletedProcess[str], reason: str) -> str:
 
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory):
+    from fuzz_bundles.mutate import expert_plans
+
+    import vical.agent.plans
+
     d = tmp_path_factory.mktemp("kinds")
     priv, pub = keygen(d / "team")
     opts = RunOptions(workers=1, progress=False)
     run_eval(select_tasks(TASKS), d / "random", options=opts)
+    mp = pytest.MonkeyPatch()  # the packaged plans, for this task data, for this module
+    mp.setattr(vical.agent.plans, "DEFAULT_PLANS", vical.agent.plans.DEFAULT_PLANS)
+    expert_plans(d, TASKS)
     run_eval(
         select_tasks(TASKS),
         d / "plan",
         agent="plan",
-        agent_kwargs={"plans": str(DEFAULT_PLANS)},
+        agent_kwargs={"plans": str(d / "expert-plans.json")},
         options=RunOptions(workers=1, progress=False, demos=False),
     )
     with BaselineServer() as srv:
@@ -80,7 +97,8 @@ def bundles(tmp_path_factory):
         )
     for name in ("random", "plan", "api"):
         make_bundle(d / name, priv, d / f"{name}.tar.gz", team="Team A", partial=True)
-    return d, priv, pub
+    yield d, priv, pub
+    mp.undo()
 
 
 def _edit_json(path: Path, **fields) -> None:
@@ -114,7 +132,7 @@ def _edit_logs(root: Path, edit) -> None:
 @pytest.mark.parametrize("name", ["random", "plan", "api"])
 def test_honest_bundles_verify_in_a_fresh_process(bundles, name):
     d, _, pub = bundles
-    proc = verify_in_subprocess(d / f"{name}.tar.gz", pub)
+    proc = verify_in_subprocess(d / f"{name}.tar.gz", pub, d / "expert-plans.json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASS: 2/2 episodes replay exactly" in proc.stdout
 

@@ -321,6 +321,23 @@ def campaign(
         return tally
 
 
+def expert_plans(folder: Path, tasks: str) -> Path:
+    """The packaged expert plans of ``tasks`` (ids, comma-separated) written for this
+    task data into ``folder``, and made this process's packaged plan file (the one
+    verification re-derives the expert's actions from): the packaged file may lag
+    behind task data being remade."""
+    from vical.agent import plans
+    from vical.spec import tasks_digest
+
+    doc = json.loads(plans.DEFAULT_PLANS.read_bytes())
+    ids = tasks.split(",")
+    doc.update(tasks_digest=tasks_digest(), tasks={t: doc["tasks"][t] for t in ids})
+    path = folder / "expert-plans.json"
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True))
+    plans.DEFAULT_PLANS = path
+    return path
+
+
 KINDS = ("run", "expert", "inspect", "wm", "coupled")
 TASKS = "taxi/state1,cliffwalking/base"
 
@@ -348,13 +365,12 @@ def honest_source(folder: Path, kind: str = "run") -> tuple[Source, Path, Path |
                 options=RunOptions(workers=1, progress=False),
             )
     elif kind == "expert":
-        from vical.agent.plans import DEFAULT_PLANS
-
+        plans = expert_plans(folder, TASKS)
         run_eval(
             select_tasks(TASKS),
             run,
             agent="plan",
-            agent_kwargs={"plans": str(DEFAULT_PLANS)},
+            agent_kwargs={"plans": str(plans)},
             options=RunOptions(workers=1, progress=False, demos=False),
         )
     elif kind == "coupled":

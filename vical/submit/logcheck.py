@@ -364,16 +364,27 @@ class _Derived:
         return want, None
 
 
-_PLANS: list[Any] = []
+_PLANS: dict[tuple[str, int], Any] = {}
 
 
 def packaged_plans() -> Any:
-    """The plan file packaged with vical, read once (None when it is absent)."""
-    if not _PLANS:
-        from vical.agent.plans import DEFAULT_PLANS, load_plans
+    """The plan file packaged with vical (:data:`vical.agent.plans.DEFAULT_PLANS`), read
+    once (None when it is absent); :class:`VerifyError` when it cannot be used here."""
+    from vical.agent import plans
+    from vical.errors import VicalError
 
-        _PLANS.append(load_plans(DEFAULT_PLANS) if DEFAULT_PLANS.is_file() else None)
-    return _PLANS[0]
+    path = plans.DEFAULT_PLANS
+    if not path.is_file():
+        return None
+    key = (str(path), path.stat().st_mtime_ns)
+    if key not in _PLANS:
+        try:
+            _PLANS[key] = plans.load_plans(path)
+        except VicalError as e:
+            raise VerifyError(
+                "agent", f"the packaged expert plans cannot be used: {e}"[:300]
+            ) from None
+    return _PLANS[key]
 
 
 def _derived_actions(
