@@ -296,7 +296,10 @@ def run_and_report(opts: EvalOptions) -> None:
         write_report(ReportOptions(runs=(out,), out=out))
     if not (summary.failed or summary.infra or summary.stopped_by_breaker):
         nxt = f"vical submit {out} --key <private key from vical keygen>"
-        if not opts.report:
+        if opts.agent in REFERENCE_AGENTS:  # a reference is compared with, not submitted
+            flag = "--random" if opts.agent == "random" else "--expert"
+            nxt = f"compare a model's run with this reference: vical report RUN {flag} {out}"
+        elif not opts.report:
             nxt = f"vical report {out}, then {nxt}"
         if opts.shard:
             nxt = f"once all {opts.shard.count} shards are done, vical merge SHARD... --out RUN"

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from vical.cli._common import console, fail
+from vical.cli._common import console, err, fail
 from vical.paper import TABLE1_COLUMNS
 
 
@@ -31,6 +31,30 @@ class ReportOptions:
                 f"--paired compares exactly two run folders (A B), got {len(self.runs)}",
                 param_hint="RUNS",
             )
+
+
+def task_sets(doc: dict[str, Any]) -> dict[str, set[str]]:
+    """The tasks each compared run and the random reference played, by row label."""
+    from vical.run.results import load_results
+
+    out = {name: {r.task_id for r in rs} for name, rs in doc["results"].items()}
+    name = doc.get("random_name")
+    if name is not None and name in doc["folders"]:
+        out[f"{name} (random ref.)"] = {r.task_id for r in load_results(doc["folders"][name])}
+    return out
+
+
+def coverage_warning(sets: dict[str, set[str]]) -> str | None:
+    """A warning line when the rows of a report played different task sets (their
+    columns then average different environments), else None."""
+    if len({frozenset(s) for s in sets.values()}) <= 1:
+        return None
+    sizes = ", ".join(f"{name}: {len(s)} task(s)" for name, s in sets.items())
+    return (
+        f"warning: these runs played different tasks ({sizes}); each column averages the "
+        "environments a run played, so the rows are not comparable; compare runs over "
+        "the same --tasks"
+    )
 
 
 def write_report(opts: ReportOptions) -> None:
@@ -72,7 +96,16 @@ def write_report(opts: ReportOptions) -> None:
             )
         table.add_row(c, *cells)
     console.print(table)
-    console.print("S: score 0-100, P%: pass rate, by Table 1 column")
+    console.print(
+        "S: score 0-100, P%: pass rate, by Table 1 column; a column is the mean over its "
+        "environments of their task means (each environment weighs the same), so it "
+        "differs from the running S and P of `vical eval`'s progress line, which are "
+        "means over episodes",
+        soft_wrap=True,
+    )
+    warning = coverage_warning(task_sets(doc))
+    if warning is not None:
+        err.print(warning, markup=False, highlight=False, soft_wrap=True)
     if doc.get("expert") is not None:
         console.print(
             "privileged expert: an upper bound that reads emulator or simulator state and "

@@ -212,22 +212,12 @@ def verify_cmd(
 
     from vical.cli.scale import shard_option
     from vical.run.pool import Interrupted
-    from vical.submit.verify import DEFAULT_KEYRING, VerifyError, verify_bundle
+    from vical.submit.verify import VerifyError, verify_bundle
 
     part = shard_option(shard)
     if part is not None and verdict_out is None:
         fail(f"--shard {part} needs --out FILE: the verdict file `vical merge` joins", code=2)
-    if not bundle.exists():
-        fail(f"{bundle}: no such bundle file", code=2)
-    for p in pubkey or []:
-        if not p.is_file():
-            fail(f"--pubkey {p}: no such public key file", code=2)
-    if not pubkey and not sorted(DEFAULT_KEYRING.glob("*.pub")):
-        fail(
-            f"no trusted public key: pass --pubkey FILE or put the submitter's key in "
-            f"{DEFAULT_KEYRING}/",
-            code=2,
-        )
+    check_inputs(bundle, pubkey)
     try:
         # a world-model bundle is re-scored against truth rebuilt from the simulators
         v = verify_bundle(
@@ -255,6 +245,25 @@ def verify_cmd(
         raise typer.Exit(1)
 
 
+def check_inputs(bundle: Path, pubkey: list[Path] | None) -> None:
+    """What ``verify`` and ``leaderboard add`` need before they can judge a bundle: the
+    bundle file and a trusted key; without them, one error line and status 2 (the
+    check could not run), the same for both commands."""
+    from vical.submit.verify import DEFAULT_KEYRING
+
+    if not bundle.exists():
+        fail(f"{bundle}: no such bundle file", code=2)
+    for p in pubkey or []:
+        if not p.is_file():
+            fail(f"--pubkey {p}: no such public key file", code=2)
+    if not pubkey and not sorted(DEFAULT_KEYRING.glob("*.pub")):
+        fail(
+            f"no trusted public key: pass --pubkey FILE or put the submitter's key in "
+            f"{DEFAULT_KEYRING}/",
+            code=2,
+        )
+
+
 @leaderboard_app.command("add")
 def leaderboard_add(
     bundle: Path = typer.Argument(..., help="Bundle to verify and add."),
@@ -264,10 +273,15 @@ def leaderboard_add(
     ),
     workers: int = typer.Option(None, "--workers", "-j", min=1, help="Parallel replays."),
 ) -> None:
-    """Verify a bundle and, only if it passes, store its summary under submissions/."""
+    """Verify a bundle and, only if it passes, store its summary under submissions/.
+
+    Exit status as `vical verify`: 0 added; 1 the bundle is rejected; 2 the check could
+    not run (no such bundle file, no trusted public key).
+    """
     from vical.submit.leaderboard import LeaderboardError, add
     from vical.submit.verify import VerifyError
 
+    check_inputs(bundle, pubkey)
     try:
         path = add(bundle, pubkeys=pubkey or None, submissions=submissions, workers=workers)
     except (VerifyError, LeaderboardError) as e:

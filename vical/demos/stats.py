@@ -96,38 +96,56 @@ def stats_table(stats: dict[str, Any]) -> str:
     and distinct clips equal the paper's, frames stay within 10-80 with the mean
     within 10% of 45.73; the median and the resolutions are reported, not matched.
     """
+    paper_tasks = PAPER["tasks"]
+    partial = stats["tasks"] != paper_tasks
+
+    def target(claim: str, held: bool) -> str:
+        """The target as stated, when these numbers hold it; for a build of part of the
+        tasks, where the paper's whole-benchmark figures cannot be met, what it is held
+        over instead."""
+        if held:
+            return claim
+        if partial:
+            return f"{claim} over all {paper_tasks} tasks (this build: {stats['tasks']})"
+        return f"{claim}: not held"
+
     rows = [("quantity", "vical", "paper", "target")]
     rows.append(
         (
             "tasks (with demos / all)",
             f"{stats['tasks_with_demos']} / {stats['tasks']}",
-            "342 / 342",
-            "equal",
+            f"{paper_tasks} / {paper_tasks}",
+            target("equal", stats["tasks_with_demos"] == stats["tasks"] == paper_tasks),
         )
     )
     for k in (1, 2, 3, 4):
+        n = stats["clips_per_task"].get(k, 0)
         rows.append(
             (
                 f"tasks with {k} clip{'s' if k > 1 else ''}",
-                str(stats["clips_per_task"].get(k, 0)),
+                str(n),
                 str(PAPER["clips_per_task"][k]),
-                "equal",
+                target("equal", n == PAPER["clips_per_task"][k]),
             )
         )
+    lo, hi, mean = stats["frames_min"], stats["frames_max"], stats["frames_mean"]
     rows.append(
         (
             "frames per task, min-max",
-            f"{stats['frames_min']}-{stats['frames_max']}",
+            f"{lo}-{hi}",
             "10-80",
-            "within 10-80",
+            target("within 10-80", lo is not None and lo >= 10 and hi <= 80),
         )
     )
     rows.append(
         (
             "frames per task, mean",
-            str(stats["frames_mean"]),
+            str(mean),
             str(PAPER["frames_mean"]),
-            "within 10%",
+            target(
+                "within 10%",
+                mean is not None and abs(mean - PAPER["frames_mean"]) <= 0.1 * PAPER["frames_mean"],
+            ),
         )
     )
     rows.append(
@@ -138,10 +156,10 @@ def stats_table(stats: dict[str, Any]) -> str:
             "not matched",
         )
     )
-    rows.append(
-        ("distinct clips", str(stats["distinct_clips"]), str(PAPER["distinct_clips"]), "equal")
-    )
-    rows.append(("clip assignments", str(stats["assignments"]), str(PAPER["assignments"]), "equal"))
+    for label, key in (("distinct clips", "distinct_clips"), ("clip assignments", "assignments")):
+        rows.append(
+            (label, str(stats[key]), str(PAPER[key]), target("equal", stats[key] == PAPER[key]))
+        )
     if "resolutions" in stats:
         res = stats["resolutions"]
         top = next(iter(res.items())) if res else ("-", 0)

@@ -77,10 +77,11 @@ def fetch_dataset(local: Path | None, cache_dir: Path | None = None) -> Path:
             revision=DATASET_REVISION,
             cache_dir=cache_dir,
         )
-    except Exception as e:
+    except Exception as e:  # the Hub's messages run over several lines: the first is kept
+        first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "")
         raise ContainerError(
             f"could not fetch dataset {DATASET_REPO}@{DATASET_REVISION} ({type(e).__name__}: "
-            f"{e}); pass --dataset DIR with a local copy"
+            f"{first}); pass --dataset DIR with a local copy"
         ) from None
     return Path(path)
 

@@ -130,7 +130,12 @@ class LocalServer:
                     reply = json_reply({"error": e.message}, e.status)
                 except Exception as e:  # a bug or a missing extra: say so, keep serving
                     reply = json_reply({"error": f"{type(e).__name__}: {e}"}, 500)
-                self._send(reply)
+                try:
+                    self._send(reply)
+                except (BrokenPipeError, ConnectionResetError):
+                    # the browser went away mid-reply (a closed tab, a cancelled media
+                    # download): nothing to tell anyone, nor to answer on this connection
+                    self.close_connection = True
 
             def do_GET(self) -> None:
                 parts = urlsplit(self.path)
