@@ -163,3 +163,76 @@ def test_serve_baseline_help_says_where_the_expert_falls_back_to_random():
     text = " ".join(r.stdout.split())
     assert "expert" in text and "falls back to the random policy" in text
     assert "vical baseline expert" in text
+
+
+# A command run as its own process whose teardown waits, after the command is over,
+# until the test says go: a signal sent meanwhile lands "after it finished".
+LATE = """
+import atexit, sys, time
+from pathlib import Path
+ready, go = Path(sys.argv[1]), Path(sys.argv[2])
+def hold():
+    ready.write_text("")
+    while not go.exists():
+        time.sleep(0.01)
+atexit.register(hold)  # registered first, so it runs last, in Python's teardown
+sys.argv = ["vical", *sys.argv[3:]]
+from vical.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_after_leaderboard_build_finished_leaves_status_0(tmp_path, sig):
+    subs, site = tmp_path / "submissions", tmp_path / "site"
+    subs.mkdir()
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    args = [str(ready), str(go), "leaderboard", "build", "--submissions", str(subs)]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LATE, *args, "--out", str(site)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+        start_new_session=True,
+    )
+    try:
+        while not ready.exists():  # the command is over; Python is tearing down
+            assert proc.poll() is None, proc.communicate()
+            threading.Event().wait(0.01)
+        proc.send_signal(sig)
+        go.write_text("")
+    finally:
+        code, out, err = _end(proc)
+    assert code == 0, err
+    assert (site / "index.html").is_file() and "Traceback" not in err
+
+
+@pytest.mark.parametrize("where", ["stop_signals", "SignalScope"])
+def test_a_second_signal_ends_with_an_interrupted_line(where):
+    """What `wm couple`, `dataset build` and a Ray eval print after a double Ctrl-C: the
+    second signal's exit, in both places it is handled."""
+    enter = (
+        "from vical.cli._common import stop_signals as scope\nctx = scope()"
+        if where == "stop_signals"
+        else "from vical.run.pool import SignalScope\nctx = SignalScope()"
+    )
+    code = f"""
+import os, signal
+{enter}
+with ctx:
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        signal.pause()
+    except KeyboardInterrupt:
+        os.kill(os.getpid(), signal.SIGINT)
+        signal.pause()
+"""
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=60
+    )
+    assert r.returncode == 130, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "interrupted: stopped at once by a second signal; finished work is kept"
+    ), r.stderr

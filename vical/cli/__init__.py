@@ -116,4 +116,7 @@ app.add_typer(hub_app, name="hub")
 
 
 def main() -> None:
+    from vical.cli import _common
+
+    _common._CONSOLE[0] = True  # the process ends with the command: see stop_signals
     app()

@@ -71,6 +71,11 @@ def model_option(help: str = "Model name at the endpoint.") -> Any:
     return typer.Option(None, "--model", help=help)
 
 
+# [True] when the command line runs as its own process (vical.cli.main), not inside a
+# test's CliRunner: only then may leaving set the process to ignore signals
+_CONSOLE = [False]
+
+
 class Stop:
     """What :func:`stop_signals` saw: ``received`` is the first signal's number, or None."""
 
@@ -85,13 +90,13 @@ class Stop:
 
 
 def _leave_now(signum: int, frame: Any) -> None:
-    with contextlib.suppress(OSError):
-        os.write(2, b"\nstopped at once (a second signal).\n")
-    os._exit(130)
+    from vical.run.pool import exit_at_once
+
+    exit_at_once(signum, frame)
 
 
 @contextlib.contextmanager
-def stop_signals(serving: bool = False) -> Iterator[Stop]:
+def stop_signals(serving: bool = False, done_ignores: bool = False) -> Iterator[Stop]:
     """SIGTERM means what SIGINT (Ctrl-C) means, for a command that runs until stopped.
 
     The first SIGINT or SIGTERM raises KeyboardInterrupt in the main thread; the
@@ -107,7 +112,10 @@ def stop_signals(serving: bool = False) -> Iterator[Stop]:
 
     ``serving``: for a command that serves until stopped (``play``, ``view``): the
     first signal stops it and every later one is ignored, so it ends with status 0
-    however many Ctrl-C came.
+    however many Ctrl-C came. ``done_ignores``: for the whole command run as a
+    process (:func:`vical.cli.main`): once it is over without a signal, further
+    signals are ignored while Python tears down, so a signal landing after the work
+    is done (every output written) does not turn its status into death by signal.
     """
     stop = Stop()
     if threading.current_thread() is not threading.main_thread():
@@ -132,7 +140,10 @@ def stop_signals(serving: bool = False) -> Iterator[Stop]:
         for s, h in old.items():
             if signal.getsignal(s) == signal.SIG_IGN:
                 continue  # `interrupted()` ran: the process is leaving and ignores more
-            signal.signal(s, _leave_now if stop.received is not None else h)
+            if stop.received is not None:
+                signal.signal(s, _leave_now)
+            else:
+                signal.signal(s, signal.SIG_IGN if done_ignores else h)
 
 
 def serve_page(server: Any, open_browser: bool, stopped: str = "stopped") -> None:
@@ -215,7 +226,7 @@ class _RootGroup(TyperGroup):
     """
 
     def invoke(self, ctx: _click.Context) -> Any:
-        with stop_signals() as stop:
+        with stop_signals(done_ignores=_CONSOLE[0]) as stop:
             try:
                 return super().invoke(ctx)
             except VicalError as e:

@@ -81,10 +81,19 @@ def _worker_init(extra: Callable[[], None] | None, parent: int) -> None:
         extra()
 
 
+# what a second signal prints before the process exits at once: the same `interrupted:`
+# line a first signal ends with, saying what the hurry leaves
+SECOND_SIGNAL_LINE = (
+    b"\ninterrupted: stopped at once by a second signal; finished work is kept, anything "
+    b"half-written sits in a temporary place the next run clears; run the same command "
+    b"again to finish\n"
+)
+
+
 def exit_at_once(signum: int, frame: Any) -> None:
     """A signal handler for a process already leaving after an interrupt: exit 130 now."""
     with contextlib.suppress(OSError):
-        os.write(2, b"\nstopped.\n")
+        os.write(2, SECOND_SIGNAL_LINE)
     os._exit(130)
 
 
