@@ -14,6 +14,9 @@
 # names are resolved by the engine's own registry settings. The image built here is
 # never pulled: every `run` of it says --pull=never.
 #
+# Its temporary folders (the base's root file system, the smoke run's output) go under
+# TMPDIR (default /tmp) and are removed when it ends.
+#
 # The first step that fails stops the script, and its last line says which step
 # (`error: ...`); nothing after it runs.
 set -Eeuo pipefail
@@ -119,7 +122,7 @@ if [ "$ENGINE_NAME" = podman ] && [ -z "${BASE_IMAGE:-}" ]; then
   [ "$rc" -le 1 ] || die "podman image exists $BASE_IMAGE failed (exit $rc)"
   if [ "$rc" = 1 ]; then
     command -v debootstrap >/dev/null || die "the base image is made with debootstrap: apt-get install debootstrap"
-    ROOT=$(mktemp -d /tmp/vical-rootfs.XXXXXX)
+    ROOT=$(mktemp -d -p "${TMPDIR:-/tmp}" vical-rootfs.XXXXXX)
     trap 'rm -rf "$ROOT"' EXIT  # a failed or interrupted debootstrap leaves nothing behind
     MIRROR=$(host_debian_mirror | head -n 1)
     echo "making $BASE_IMAGE with debootstrap in $ROOT (mirror: ${MIRROR:-debootstrap default})"
@@ -154,13 +157,26 @@ STEP="$ENGINE_NAME build of $TAG"
 engine build --network host "${PULL[@]}" "${BUILD_ARGS[@]}" -t "$TAG" -t vical -f docker/Dockerfile .
 
 if [ "${SKIP_SMOKE:-0}" != 1 ]; then
-  OUT=$(mktemp -d /tmp/vical-image-out.XXXXXX)
+  # under TMPDIR like every other temporary folder of the build, and removed after
+  OUT=$(mktemp -d -p "${TMPDIR:-/tmp}" vical-image-out.XXXXXX)
+  # files the container wrote may belong to its user: if the host user cannot remove
+  # them, the image's own rm does
+  remove_out() {
+    rm -rf "$OUT" 2>/dev/null || {
+      engine run --rm --pull=never --entrypoint rm -v "$OUT:/out" "$TAG" -rf /out/smoke \
+        >/dev/null 2>&1 || true
+      rm -rf "$OUT" 2>/dev/null || echo "note: could not remove $OUT" >&2
+    }
+  }
+  trap remove_out EXIT
   chmod 777 "$OUT"
   echo "smoke evaluation inside the image -> $OUT"
   STEP="smoke evaluation inside $TAG"
   engine run --rm --pull=never -v "$OUT:/out" "$TAG" eval \
     --tasks "${SMOKE_TASKS:-taxi/state1,cartpole/seed41}" --out /out/smoke --workers 1
   test -f "$OUT/smoke/manifest.json"
-  ls "$OUT/smoke/episodes"
+  echo "smoke evaluation passed: $(ls "$OUT/smoke/episodes" | tr '\n' ' ')"
+  remove_out
+  trap - EXIT
 fi
 echo "image: $TAG"

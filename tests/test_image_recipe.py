@@ -245,3 +245,21 @@ def test_docker_build_names_no_runtime_and_runs_the_local_image_only(tmp_path):
     assert [c[1] for c in calls] == ["build", "run"], calls
     assert not [c for c in calls if "--runtime" in c]
     assert "--pull=never" in calls[1] and "--pull=never" not in calls[0]
+
+
+def test_build_keeps_its_temporary_folders_under_tmpdir_and_removes_them(tmp_path):
+    """The base's root file system and the smoke run's output go under TMPDIR, and
+    neither is left behind once the build succeeded."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    r, calls = _build_sh(
+        tmp_path, "ok", OCI_RUNTIME=str(tmp_path / "bin" / "runc"), TMPDIR=str(tmp)
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    (debootstrap,) = [c for c in calls if c[0] == "debootstrap"]
+    root = Path(debootstrap[debootstrap.index("bookworm") + 1])
+    (run,) = [c for c in calls if c[0] == "podman" and c[3] == "run"]
+    out = Path(run[run.index("-v") + 1].split(":")[0])
+    assert root.parent == tmp and out.parent == tmp, (root, out)
+    assert "smoke evaluation passed: e" in r.stdout
+    assert list(tmp.iterdir()) == []  # both removed
