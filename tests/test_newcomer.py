@@ -153,3 +153,20 @@ def test_a_browser_leaving_mid_reply_leaves_no_traceback(capfd):
         server.close()
     err = capfd.readouterr().err
     assert "Traceback" not in err and "BrokenPipe" not in err and "ConnectionReset" not in err
+
+
+def test_readme_says_what_ci_run_installs_beyond_the_test_command():
+    """README's second command is the suite; what `.ci/run` adds (system packages) is
+    named next to it, with the time it takes."""
+    import re
+
+    ci = (ROOT / ".ci" / "run").read_text()
+    installed = {p for group in re.findall(r"need\+=\(([^)]*)\)", ci) for p in group.split()}
+    installed -= {"chromium-driver", "runc"}  # chromium's companion; a fallback runtime
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("**Run the tests**")
+    part = readme[start : readme.index("vical is the reproducible distribution")]
+    assert "pytest -n 2" in part and "pytest -n 2" in ci
+    missing = [p for p in sorted(installed) if f"`{p}`" not in part]
+    assert not missing, missing
+    assert "skipped" in part and "about an hour" in part
