@@ -242,3 +242,41 @@ def test_html_report_in_headless_chromium(runs, browser):
     assert not errors, errors
     assert not failed, failed
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_table1_shows_its_all_column_at_1280_px_without_scrolling(runs, browser):
+    """A 1280-pixel window: Table 1's All S and All P% are inside the window and inside
+    the table's box while the box is not scrolled; the page does not scroll sideways."""
+    root, a, b, rand = runs
+    out = root / "rep1280"
+    r = runner.invoke(app, ["report", str(a), str(b), "--random", str(rand), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto((out / "report.html").as_uri())
+    page.wait_for_load_state("load")
+    table = page.locator("#t-table1")
+    box = table.locator("xpath=..")
+    assert box.evaluate("el => el.scrollLeft") == 0
+    visible = box.bounding_box()
+    assert visible is not None and visible["x"] + visible["width"] <= 1280
+    headers = table.locator("thead th").all_inner_texts()
+    for name in ("All S", "All P%"):
+        col = headers.index(name) + 1
+        for cell in (
+            table.locator(f"thead th:nth-child({col})"),
+            table.locator(f"tbody tr:first-child td:nth-child({col})"),
+        ):
+            bb = cell.bounding_box()
+            assert bb is not None, name
+            assert (
+                visible["x"] <= bb["x"]
+                and bb["x"] + bb["width"] <= visible["x"] + visible["width"] + 0.5
+            ), (name, bb, visible)
+            # the cell shown there is the All cell itself, not one painted over it
+            hit = page.evaluate(
+                "([x, y]) => document.elementFromPoint(x, y).textContent",
+                [bb["x"] + bb["width"] / 2, bb["y"] + bb["height"] / 2],
+            )
+            assert hit == cell.inner_text(), (name, hit)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    page.screenshot(path=str(root / "report-1280.png"))

@@ -30,6 +30,20 @@ td:first-child, th:first-child { text-align: left; }
 tr.reference td { background: #fff8e1; }
 tr.expert td { background: #eef4ff; }
 tr.paper td { color: #666; font-style: italic; }
+/* Table 1's All S and All P% (its last two columns) stay in view at the right edge of
+   the table's box, so a narrow window shows them without scrolling sideways */
+#t-table1 :is(th, td):nth-last-child(-n+2),
+#t-expert_reference :is(th, td):nth-last-child(-n+2) {
+  position: sticky; width: 5.5rem; min-width: 5.5rem; max-width: 5.5rem;
+  box-sizing: border-box; white-space: nowrap; z-index: 1; }
+#t-table1 td:nth-last-child(-n+2), #t-expert_reference td:nth-last-child(-n+2) {
+  background: #fff; }
+#t-table1 tr.reference td:nth-last-child(-n+2) { background: #fff8e1; }
+#t-expert_reference tr.expert td:nth-last-child(-n+2) { background: #eef4ff; }
+#t-table1 :is(th, td):last-child, #t-expert_reference :is(th, td):last-child { right: 0; }
+#t-table1 :is(th, td):nth-last-child(2), #t-expert_reference :is(th, td):nth-last-child(2) {
+  right: calc(5.5rem - 2px); box-shadow: -2px 0 0 #d0d0d7; }
+#t-table1 th:nth-last-child(-n+2), #t-expert_reference th:nth-last-child(-n+2) { z-index: 2; }
 figure { margin: 1rem 0; }
 figure img { max-width: 100%; border: 1px solid #e0e0e6; }
 figcaption { font-size: 0.85rem; color: #444; }
