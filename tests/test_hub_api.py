@@ -278,3 +278,17 @@ def test_admin_commands_keys_approve_requeue_backup(kit, tmp_path):
     assert c2.get(f"/api/submissions/{s['id']}").json()["state"] == "queued"
     r = run(app, ["hub", "admin", "backup", str(tmp_path / "bk"), *home_w])
     assert r.exit_code == 0 and "1 bundles" in r.output, r.output
+
+
+def test_a_worker_waits_out_an_unreachable_database(tmp_path, caplog):
+    import logging
+    import threading
+
+    from vical.hub.worker import Worker
+
+    cfg = HubConfig(home=tmp_path / "home", poll_seconds=0.2)
+    w = Worker(cfg, make_engine("postgresql+psycopg://nobody@127.0.0.1:1/none"), name="w")
+    threading.Timer(2.5, w.stopping.set).start()
+    with caplog.at_level(logging.WARNING, logger="vical.hub.worker"):
+        assert w.run() == 0  # no crash: it retried until told to stop
+    assert [r.getMessage() for r in caplog.records].count("database unavailable") >= 2

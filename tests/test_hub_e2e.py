@@ -417,6 +417,18 @@ def test_upload_past_the_cap_is_refused_and_leaves_nothing(kit, tmp_path):
         assert r.status_code == 413 and "size cap" in r.json()["error"]
         assert list((home / "store").rglob("*.*")) == []  # nothing left on disk
         assert not list((home / "store" / "tmp").iterdir())
+        # a client that goes away mid-upload: its part is removed too
+        import socket
+
+        h = auth.signed_headers(key, "PUT", "/api/submissions", "0" * 64)
+        h["Content-Length"] = "100000"
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            head = "".join(f"{k}: {v}\r\n" for k, v in h.items())
+            sock.sendall(f"PUT /api/submissions HTTP/1.1\r\nHost: x\r\n{head}\r\n".encode())
+            sock.sendall(b"\0" * 20000)
+            _wait(lambda: _uploading(home), 30, "the upload to start")
+        _wait(lambda: "upload cut short" in server.log.read_text(), 30, "the server to notice")
+        assert not list((home / "store" / "tmp").iterdir())
         assert httpx.get(server.url + "/readyz").status_code == 200
     finally:
         assert server.stop() == 0

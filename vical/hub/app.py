@@ -31,6 +31,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
+from starlette.requests import ClientDisconnect
 
 from vical.hub import auth
 from vical.hub.config import HubConfig
@@ -369,6 +370,10 @@ def create_app(cfg: HubConfig, engine: Engine | None = None) -> FastAPI:  # noqa
         except TooLarge as e:
             log(logger, "upload refused", key=key.key_id, reason="size cap", address=address)
             return _problem(413, str(e))
+        except ClientDisconnect:
+            up.discard()
+            log(logger, "upload cut short", key=key.key_id, size=up.size, address=address)
+            return _problem(400, "the upload was cut short; nothing was kept")
         except BaseException:  # client gone, server stopping: keep nothing
             up.discard()
             raise

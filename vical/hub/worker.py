@@ -30,6 +30,7 @@ from types import FrameType
 
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
 
 from vical.hub import queue
 from vical.hub.config import HubConfig
@@ -119,7 +120,20 @@ class Worker:
     def run(self, max_jobs: int | None = None) -> int:
         log(logger, "worker started", worker=self.name)
         while not self.stopping.is_set():
-            c = queue.claim(self.engine, self.name, self.cfg.lease_seconds, self.cfg.max_attempts)
+            try:
+                c = queue.claim(
+                    self.engine, self.name, self.cfg.lease_seconds, self.cfg.max_attempts
+                )
+            except DBAPIError as e:  # the database restarting: wait and try again
+                log(
+                    logger,
+                    "database unavailable",
+                    logging.WARNING,
+                    worker=self.name,
+                    error=type(e.orig).__name__,
+                )
+                self.stopping.wait(max(1.0, self.cfg.poll_seconds))
+                continue
             if c is None:
                 self.stopping.wait(self.cfg.poll_seconds)
                 continue
@@ -242,7 +256,11 @@ class Worker:
             if now - getattr(self, "_last_beat", 0.0) >= beat:
                 self._last_beat = now
                 progress = _progress(jobdir)
-                if not queue.heartbeat(self.engine, c, cfg.lease_seconds, progress):
+                try:
+                    kept = queue.heartbeat(self.engine, c, cfg.lease_seconds, progress)
+                except DBAPIError:  # not reachable now: the next beat tries again
+                    kept = True
+                if not kept:
                     _kill_group(proc)
                     log(
                         logger,
