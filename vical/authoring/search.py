@@ -8,7 +8,8 @@ runtime's own decision step, so a found action list replays exactly through
 - a :class:`~vical.authoring.sim.DecisionSim` (the start state before scoring
   begins; every lost life reported): :func:`play_without_dying`,
   :func:`prefix_streams`, :func:`chunk_search`, :func:`lookahead_policy`,
-  :func:`beam_search`, :func:`live_beam_search`, :func:`dense_starts`;
+  :func:`beam_search`, :func:`live_beam_search`, :func:`dense_starts` (with
+  :func:`screen_viable`, starts no screen-blind policy of the reflex screen passes);
 - a started :class:`~vical.envs.core.VicalEnv` (the task's own score, pass and
   ending rules): :func:`lookahead_play`, :func:`decision_point_init`,
   :func:`init_for_variants`, :func:`decision_point_inits`, :func:`scored_beam`
@@ -30,6 +31,7 @@ import numpy as np
 
 from vical.authoring.sim import DecisionSim, human_init_variants, paper_sourced, task_without_init
 from vical.envs.core import Snapshot, VicalEnv, frame_sha256
+from vical.errors import TaskDataError
 from vical.spec import EnvSpec, TaskSpec, TaskVariant
 
 if TYPE_CHECKING:
@@ -319,6 +321,66 @@ def live_beam_search(
     return best[1]
 
 
+# ---------------------------------------------------------------------------
+# screen-viable starts: no screen-blind policy passes the task from them
+# ---------------------------------------------------------------------------
+Viable = Callable[[TaskVariant, list[str]], bool]
+"""``viable(variant, init_actions)``: may the variant start after these actions?"""
+
+# ours: how many walks :func:`dense_starts` draws beyond its ``candidates`` before it
+# gives up on a variant none of whose walks is viable (four more batches of six)
+EXTRA_CANDIDATES = 24
+
+
+class NoViableStart(TaskDataError, RuntimeError):
+    """No drawn start of a generated variant passes the viability check."""
+
+
+def reflex_pass(
+    env_spec: EnvSpec,
+    variant: TaskVariant,
+    init_actions: list[str],
+    make: Callable[[TaskSpec], Any] | None = None,
+) -> str | None:
+    """The first deterministic screen-blind policy that passes the task from a start.
+
+    The task is ``variant`` started after ``init_actions``; the policies are the
+    reflex screen's deterministic ones (:func:`vical.run.screen.battery` without its
+    random family: every constant action, then the action cycles), each played for
+    one episode on ``make(task)`` (default :func:`vical.envs.make_env`) exactly as
+    ``vical tasks screen`` plays it. Returns the passing policy's name, or None when
+    none passes.
+    """
+    from vical.envs import make_env
+    from vical.run.screen import battery, is_random, play
+
+    task = TaskSpec(
+        env=env_spec, variant=variant.model_copy(update={"init_actions": list(init_actions)})
+    )
+    env = (make or make_env)(task)
+    try:
+        for pol in battery(task):
+            if not is_random(pol.name) and play(env, pol.make()).passed:
+                return pol.name
+    finally:
+        env.close()
+    return None
+
+
+def screen_viable(env_spec: EnvSpec, make: Callable[[TaskSpec], Any] | None = None) -> Viable:
+    """A viability check for generated starts: no constant action and no action cycle
+    of the reflex screen passes the task from the start (see :func:`reflex_pass`;
+    ``make`` builds the env, default :func:`vical.envs.make_env`).
+
+    Random play is left out to keep the check cheap (the screen judges it by its pass
+    rate over several episodes, not by one pass)."""
+
+    def viable(variant: TaskVariant, init_actions: list[str]) -> bool:
+        return reflex_pass(env_spec, variant, init_actions, make) is None
+
+    return viable
+
+
 def _probe_spread(sim: DecisionSim, probes: list[str], horizon: int) -> float | None:
     """How much the next few decisions matter: distinct outcomes of constant continuations.
 
@@ -337,7 +399,7 @@ def _probe_spread(sim: DecisionSim, probes: list[str], horizon: int) -> float | 
     return len(results) + 0.1 * rewarded
 
 
-def dense_starts(
+def dense_starts(  # noqa: PLR0913 (each a keyword setting of the recipes)
     env_spec: EnvSpec,
     walk_actions: list[str],
     lengths: dict[str, int],
@@ -347,6 +409,8 @@ def dense_starts(
     quiet_noop: bool = True,
     quiet_horizon: int | None = None,
     noop_grace: int = 3,
+    viable: Viable | None = None,
+    extra_candidates: int = EXTRA_CANDIDATES,
 ) -> dict[str, list[str]]:
     """Human-init sequences at dense decision points, for every generated variant.
 
@@ -364,7 +428,19 @@ def dense_starts(
     the agent. A walk is also skipped when doing nothing would lose the life
     within ``noop_grace`` decisions, or when every probe loses it: the start
     state must leave the agent time to act.
+
+    ``viable(variant, walk)``, when given (e.g. :func:`screen_viable`), is asked of
+    the candidates in rank order (most probe spread first, ties: the earlier one) and
+    the first it accepts is kept; the ones it rejects are skipped. The candidates are
+    drawn as before, so **a variant whose best candidate is viable keeps exactly the
+    sequence it had without the check**: the check changes only the starts it rejects.
+    When none of the first ``candidates`` walks is viable, further walks are drawn
+    from the same seeded stream, ``candidates`` at a time, up to ``extra_candidates``
+    more; if none of those is viable either, :class:`NoViableStart` is raised.
     """
+    how = _Walks(
+        walk_actions, probes, probe_horizon, quiet_noop, quiet_horizon or probe_horizon, noop_grace
+    )
     out: dict[str, list[str]] = {}
     seen: set[str] = set()
     for variant in env_spec.tasks:
@@ -381,47 +457,91 @@ def dense_starts(
         origin = sim.clone()
         rng = random.Random(zlib.crc32(f"{env_spec.env}/{variant.variant}".encode()))
         best: tuple[float, list[str], str] | None = None
-        for _ in range(candidates):
-            sim.restore(origin)
-            walk: list[str] = []
-            ok = True
-            for _step in range(lengths[variant.variant]):
-                choice = rng.choice(walk_actions)
-                state = sim.clone()
-                for name in [choice, *walk_actions]:
-                    sim.restore(state)
-                    if not sim.step(name).bad:
-                        walk.append(name)
-                        break
-                else:
-                    ok = False
+        limit = candidates + (max(0, extra_candidates) if viable is not None else 0)
+        drawn = safe = 0
+        while best is None and drawn < limit:
+            batch = min(candidates, limit - drawn)
+            drawn += batch
+            ranked = _dense_candidates(sim, origin, rng, batch, lengths[variant.variant], seen, how)
+            safe += len(ranked)
+            for cand in ranked:
+                if viable is None or viable(variant, cand[1]):
+                    best = cand
                     break
-            if not ok:
-                continue
-            h = sim.frame_hash()
-            if h in seen:
-                continue
-            state = sim.clone()
-            doomed = sim.run(["NOOP"] * noop_grace).bad
-            sim.restore(state)
-            if doomed:
-                continue
-            if quiet_noop:
-                pending = sim.run(["NOOP"] * (quiet_horizon or probe_horizon)).reward
-                sim.restore(state)
-                if pending > 0:
-                    continue
-            spread = _probe_spread(sim, probes, probe_horizon)
-            if spread is None:
-                continue
-            if best is None or spread > best[0]:
-                best = (spread, walk, h)
         sim.close()
         if best is None:
+            if viable is not None and safe:
+                raise NoViableStart(
+                    f"{env_spec.env}/{variant.variant}: none of {safe} safe distinct walks "
+                    f"(of {drawn} drawn) is viable: a screen-blind policy passes the task "
+                    "from each; raise extra_candidates or change the walk actions or length"
+                )
             raise RuntimeError(f"{env_spec.env}/{variant.variant}: no safe distinct walk found")
         out[variant.variant] = best[1]
         seen.add(best[2])
     return out
+
+
+@dataclass(frozen=True)
+class _Walks:
+    """:func:`dense_starts`' walk and probe settings."""
+
+    actions: list[str]
+    probes: list[str]
+    probe_horizon: int
+    quiet_noop: bool
+    quiet_horizon: int
+    noop_grace: int
+
+
+def _dense_candidates(
+    sim: DecisionSim,
+    origin: Snapshot,
+    rng: random.Random,
+    count: int,
+    length: int,
+    seen: set[str],
+    how: _Walks,
+) -> list[tuple[float, list[str], str]]:
+    """:func:`dense_starts`' next ``count`` walks that qualify, best probe spread first
+    (a stable sort: ties keep the draw order), as (spread, walk, end frame hash)."""
+    found: list[tuple[float, list[str], str]] = []
+    for _ in range(count):
+        sim.restore(origin)
+        walk: list[str] = []
+        ok = True
+        for _step in range(length):
+            choice = rng.choice(how.actions)
+            state = sim.clone()
+            for name in [choice, *how.actions]:
+                sim.restore(state)
+                if not sim.step(name).bad:
+                    walk.append(name)
+                    break
+            else:
+                ok = False
+                break
+        if not ok:
+            continue
+        h = sim.frame_hash()
+        if h in seen:
+            continue
+        state = sim.clone()
+        doomed = sim.run(["NOOP"] * how.noop_grace).bad
+        sim.restore(state)
+        if doomed:
+            continue
+        if how.quiet_noop:
+            pending = sim.run(["NOOP"] * how.quiet_horizon).reward
+            sim.restore(state)
+            if pending > 0:
+                continue
+        spread = _probe_spread(sim, how.probes, how.probe_horizon)
+        if spread is None:
+            continue
+        found.append((spread, walk, h))
+    found.sort(key=lambda c: -c[0])
+    return found
 
 
 # ---------------------------------------------------------------------------

@@ -6,13 +6,15 @@ flying straight into the oncoming enemy formation until a collision costs
 the life.
 
 The human-init generator (:func:`generate_init_actions`) is
-:func:`vical.authoring.search.dense_starts` over seeded flights.
+:func:`vical.authoring.search.dense_starts` over seeded flights, screened: a flight
+from whose end a constant action or an action cycle of the reflex screen passes the
+task is skipped (:func:`vical.authoring.search.screen_viable`).
 """
 
 from __future__ import annotations
 
 from vical.authoring.recipes._ale import beam_recipe
-from vical.authoring.search import dense_starts
+from vical.authoring.search import Viable, dense_starts, screen_viable
 from vical.spec import EnvSpec
 
 WALK_LENGTHS = {"sortie-a": 4, "sortie-b": 8, "sortie-c": 12, "sortie-d": 16}
@@ -45,6 +47,9 @@ RECIPE = beam_recipe(
 )
 
 
-def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
-    """Human-init sequences: life-safe seeded flights ending where the next moves matter."""
-    return dense_starts(env_spec, WALK_ACTIONS, WALK_LENGTHS, PROBES)
+def generate_init_actions(env_spec: EnvSpec, viable: Viable | None = None) -> dict[str, list[str]]:
+    """Human-init sequences: life-safe seeded flights ending where the next moves matter,
+    from which no screen-blind constant action or cycle passes the task (``viable``:
+    the check, default :func:`~vical.authoring.search.screen_viable`)."""
+    check = viable or screen_viable(env_spec)
+    return dense_starts(env_spec, WALK_ACTIONS, WALK_LENGTHS, PROBES, viable=check)
