@@ -292,3 +292,24 @@ def test_a_worker_waits_out_an_unreachable_database(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="vical.hub.worker"):
         assert w.run() == 0  # no crash: it retried until told to stop
     assert [r.getMessage() for r in caplog.records].count("database unavailable") >= 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "package"),
+    [
+        (["hub", "serve"], "fastapi"),
+        (["hub", "status", "x", "--to", "http://127.0.0.1:9"], "httpx"),
+        (["hub", "admin", "keys"], "sqlalchemy"),
+    ],
+)
+def test_a_missing_hub_package_is_one_error_naming_the_extra(argv, package, monkeypatch):
+    import sys
+
+    from typer.testing import CliRunner
+
+    from vical.cli import app
+
+    monkeypatch.setitem(sys.modules, package, None)  # as if it were not installed
+    r = CliRunner().invoke(app, argv)
+    assert r.exit_code != 0 and f"needs the Python package '{package}'" in r.output, r.output
+    assert "pip install 'vical[hub]'" in r.output and "Traceback" not in r.output

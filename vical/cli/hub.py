@@ -40,6 +40,21 @@ DATABASE = typer.Option(
 TO = typer.Option(..., "--to", help="The hub's base URL, e.g. https://hub.example.org")
 
 
+def need_hub(what: str, *modules: str) -> None:
+    """One `error:` line naming the extra when a package of the hub is not installed."""
+    from vical.errors import import_optional
+
+    packages = {
+        "fastapi": "fastapi",
+        "uvicorn": "uvicorn",
+        "sqlalchemy": "sqlalchemy",
+        "alembic": "alembic",
+        "httpx": "httpx",
+    }
+    for m in modules or ("sqlalchemy", "alembic"):
+        import_optional(m, package=packages[m], extra="hub", needed_for=what)
+
+
 def _config(home: Path | None, database: str | None, **more: object) -> HubConfig:
     from vical.hub.config import HubConfig
 
@@ -58,6 +73,7 @@ def serve_cmd(
 ) -> None:
     """Serve the intake API, the leaderboard and the pages (admin token: $VICAL_HUB_ADMIN_TOKEN).
     SIGTERM or Ctrl-C lets uploads in flight finish, then exits 0."""
+    need_hub("vical hub serve", "fastapi", "uvicorn", "sqlalchemy", "alembic")
     from vical.hub.app import serve
     from vical.hub.config import MiB
 
@@ -74,6 +90,7 @@ def worker_cmd(
     """Claim verification jobs and run them, until SIGTERM (which lets the job in hand
     finish, then exits 0). Run as many as you like, on as many machines as share the
     database and the bundle store."""
+    need_hub("vical hub worker")
     from vical.hub.logs import setup
     from vical.hub.worker import serve_worker
 
@@ -88,6 +105,7 @@ def register_cmd(
     team: str = typer.Option(..., "--team", help="Your team's name."),
 ) -> None:
     """Register your public key with a hub; a maintainer approves it before you submit."""
+    need_hub("vical hub register", "httpx")
     from vical.hub.client import register
 
     r = register(to, key, team)
@@ -102,6 +120,7 @@ def status_cmd(
 ) -> None:
     """A submission's state, progress and verdict. Exit status 0 accepted or still in
     progress, 1 rejected, failed or withdrawn."""
+    need_hub("vical hub status", "httpx")
     from vical.hub.client import follow, progress_line, status
 
     def say(line: str) -> None:
@@ -123,6 +142,12 @@ def _engine_store(home: Path | None, database: str | None) -> tuple[HubConfig, E
     engine = make_engine(cfg.database_url())
     migrate(engine)
     return cfg, engine, BundleStore(cfg.store_dir)
+
+
+@admin_app.callback()
+def _admin() -> None:
+    """Maintainer actions on the hub's database (run where the hub runs)."""
+    need_hub("vical hub admin")
 
 
 @admin_app.command("migrate")

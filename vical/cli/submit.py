@@ -129,6 +129,10 @@ def submit_cmd(
     from vical.submit.bundle import BundleError, make_bundle
     from vical.submit.keys import KeyError_
 
+    if to:  # before hours of work: the upload's package is there
+        from vical.cli.hub import need_hub
+
+        need_hub("vical submit --to", "httpx")
     if run is None:
         if not endpoint or not model:
             fail("give a RUN folder, or --endpoint and --model to evaluate in the pinned image")
