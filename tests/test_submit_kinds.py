@@ -316,3 +316,47 @@ def test_a_bundle_of_other_task_data_is_refused(bundles, tmp_path):
 
     with pytest.raises(VerifyError, match=r"^\[dataset\] task data 000000000000 is not this"):
         verify_bundle(bundle, pubkeys=[pub], workers=1, progress=False)
+
+
+def test_a_persons_play_verifies_and_is_never_ranked(bundles, tmp_path):
+    """A `vical play` run (agent `human`: a session, then decisions with the key pressed
+    and the time taken) verifies; its actions only the replay can check, and it is
+    listed apart, never ranked. Made here from the random run's actions, written as the
+    human agent writes its records."""
+    d, priv, pub = bundles
+    root = unpack(d / "random.tar.gz", tmp_path / "u")
+    _edit_json(root / "run" / "manifest.json", agent="human", agent_settings={"participant": "p"})
+    for p in (root / "run" / "episodes").glob("*/eval_result.json"):
+        _edit_json(p, agent="human")
+
+    def as_human(recs):
+        out = []
+        for r in recs:
+            if r["type"] == "decision":
+                if r["step"] == 0:
+                    task = recs[0]["task"]
+                    out.append(
+                        {"type": "agent_session", "backend": "human", "task": task,
+                         "settings": {"participant": "p"}}
+                    )  # fmt: skip
+                r = {**r, "failure": None, "input": "key:ArrowUp", "wall_seconds": 0.4}
+            out.append(r)
+        return out
+
+    _edit_logs(root, as_human)
+    honest = repack(root, tmp_path / "human.tar.gz", rehash=True, resign_key=priv)
+    from vical.submit.verify import verify_bundle
+
+    v = verify_bundle(honest, pubkeys=[pub], workers=1, progress=False)
+    assert v.ok and v.agent == "human" and not v.rankable
+    # a decision naming an action outside the task's is refused before the replay
+    _edit_logs(
+        root,
+        lambda recs: [
+            {**r, "action": "Fly"} if r["type"] == "decision" and r["step"] == 0 else r
+            for r in recs
+        ],
+    )
+    forged = repack(root, tmp_path / "forged.tar.gz", rehash=True, resign_key=priv)
+    with pytest.raises(VerifyError, match="not one of the task's actions: 'Fly'"):
+        verify_bundle(forged, pubkeys=[pub], workers=1, progress=False)

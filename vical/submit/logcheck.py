@@ -390,12 +390,12 @@ def packaged_plans() -> Any:
 def _derived_actions(
     kind: Any, task: Any, run: Any, result: Any, start: dict[str, Any], cur: _Cursor
 ) -> _Derived | None:
-    """How a reference agent's decisions are re-derived (None: a protocol backend)."""
+    """How a reference agent's decisions are re-derived (None: another kind)."""
     import random
 
     from vical.run.episode import episode_seed
 
-    if kind.records == "protocol":
+    if kind.records not in ("seeded", "plan"):
         return None
     seed = episode_seed(run.run_seed, result.task_id, result.run_index)
     if start.get("seed") != seed or result.seed != seed:
