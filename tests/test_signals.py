@@ -54,6 +54,8 @@ ELSEWHERE = {
         "test_serve_baseline_names_its_models_refuses_others_and_stops_on_sigterm"
     ),
     "wm eval": "tests/test_cli_wm.py::test_wm_eval_stops_on_a_signal_and_says_what_is_left",
+    "hub serve": "tests/test_hub_e2e.py::test_sigterm_lets_the_upload_in_flight_finish",
+    "hub worker": "tests/test_hub_e2e.py::test_sigterm_lets_the_worker_finish_its_job",
 }
 
 
@@ -571,6 +573,11 @@ SHORT = {
     "audit report", "audit sample", "audit label", "audit agreement", "import-inspect",
     "submit", "leaderboard build", "tasks check", "wm build", "wm report", "wm submit",
     "wm verify", "wm couple-table",
+    # the hub's client and maintainer commands: one request or one transaction (a backup
+    # cut short has no backup.json, which restore requires)
+    "hub register", "hub status", "hub admin migrate", "hub admin keys", "hub admin approve",
+    "hub admin revoke", "hub admin add-key", "hub admin requeue", "hub admin backup",
+    "hub admin restore",
 }  # fmt: skip
 
 
