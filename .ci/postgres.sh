@@ -4,7 +4,8 @@
 # `postgres` user. Usage: eval "$(bash .ci/postgres.sh [PORT])"; stop it with
 # eval "$VICAL_TEST_PGSTOP". fsync is off: a test server holds nothing worth keeping.
 set -euo pipefail
-port=${1:-55432}
+# a free port unless one is given
+port=${1:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -n "$bin" ] || { echo "echo 'PostgreSQL is not installed (apt-get install postgresql)' >&2; exit 1"; exit 1; }
 data=$(mktemp -d /tmp/vical-pg.XXXXXX)
