@@ -137,6 +137,27 @@ def test_honest_bundles_verify_in_a_fresh_process(bundles, name):
     assert "PASS: 2/2 episodes replay exactly" in proc.stdout
 
 
+@pytest.mark.parametrize("backend", ["openai-responses", "gemini", "openrouter"])
+def test_every_other_protocol_backend_verifies_in_a_fresh_process(tmp_path, backend):
+    """(openai-chat is the `api` bundle above, inspect in tests/test_inspect_eval.py)"""
+    priv, pub = keygen(tmp_path / "team")
+    with BaselineServer() as srv:
+        run_eval(
+            select_tasks("cliffwalking/base"),
+            tmp_path / "run",
+            agent=backend,
+            agent_kwargs={
+                "endpoint": srv.url if backend == "gemini" else srv.openai_base_url,
+                "model": "baseline",
+            },
+            options=RunOptions(workers=1, progress=False, demos=False),
+        )
+    make_bundle(tmp_path / "run", priv, tmp_path / "b.tar.gz", team="Team A", partial=True)
+    proc = verify_in_subprocess(tmp_path / "b.tar.gz", pub)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASS: 1/1 episodes replay exactly" in proc.stdout
+
+
 # -- forgeries --------------------------------------------------------------------------
 def test_an_agent_renamed_to_an_undeclared_kind_is_refused(bundles, tmp_path):
     """A --no-demos API run relabelled demos-on, its agent renamed and every request,
