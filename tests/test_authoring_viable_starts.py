@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 
 from vical.authoring import search
-from vical.authoring.search import NoViableStart, dense_starts, reflex_pass, screen_viable
+from vical.authoring.search import (
+    NoViableStart,
+    dense_starts,
+    prefix_streams,
+    reflex_pass,
+    screen_viable,
+)
 from vical.errors import VicalError
 from vical.run.screen import battery, is_random
 from vical.spec import EnvSpec, TaskSpec, TaskVariant, load_envs
@@ -135,6 +141,38 @@ def test_dense_starts_skips_only_rejected_candidates_and_gives_up_when_bounded(c
     assert isinstance(err.value, VicalError) and "(of 7 drawn)" in str(err.value)
     assert 1 <= len(asked) <= 7  # each safe walk drawn was asked once
     assert search.EXTRA_CANDIDATES > 0
+
+
+def test_prefix_streams_replace_only_a_play_with_a_rejected_prefix(cliff) -> None:
+    spec, _ = cliff
+    keep = ("base", "ledge-3", "top-row")  # one group: the same seed and start
+    sub = spec.model_copy(update={"tasks": [t for t in spec.tasks if t.variant in keep]})
+    lengths = {"ledge-3": 3, "top-row": 5}
+
+    def wander(sim: Any, rng: Any) -> str:
+        return str(rng.choice(["Up", "Right", "Left", "Down"]))
+
+    plain = prefix_streams(sub, None, lengths, wander, seed=0)
+    asked: list[tuple[str, list[str]]] = []
+
+    def accept_all(v: TaskVariant, walk: list[str]) -> bool:
+        asked.append((v.variant, walk))
+        return True
+
+    assert prefix_streams(sub, None, lengths, wander, seed=0, start_viable=accept_all) == plain
+    assert asked == [("ledge-3", plain["ledge-3"]), ("top-row", plain["top-row"])]
+
+    def reject_plain(v: TaskVariant, walk: list[str]) -> bool:
+        return walk != plain["ledge-3"]
+
+    got = prefix_streams(sub, None, lengths, wander, seed=0, start_viable=reject_plain)
+    assert got["ledge-3"] != plain["ledge-3"]
+    assert got["ledge-3"] == got["top-row"][:3]  # still prefixes of one play
+
+    with pytest.raises(NoViableStart, match="no viable play of 5 decisions for ledge-3, top-row"):
+        prefix_streams(
+            sub, None, lengths, wander, seed=0, attempts=2, start_viable=lambda v, w: False
+        )
 
 
 def test_choppercommand_stored_starts_are_its_generators_first_accepted_candidates() -> None:

@@ -91,6 +91,7 @@ def prefix_streams(
     seed: int,
     viable: Callable[[DecisionSim], bool] | None = None,
     attempts: int = 20,
+    start_viable: Viable | None = None,
 ) -> dict[str, list[str]]:
     """Human-init sequences as prefixes of a few long deathless plays.
 
@@ -104,6 +105,12 @@ def prefix_streams(
     play, such as Frostbite's sinking animation) is replaced by the play of the next
     seed, up to ``attempts`` seeds. The first seed's play is the one kept whenever it
     is viable, so a check added later changes only the sequences it rejects.
+
+    ``start_viable(variant, prefix)`` (e.g. :func:`screen_viable`), when given, is asked
+    of each variant's prefix of a play; a play with a rejected prefix is replaced in the
+    same way. The variants of a group share one play, so a rejected prefix changes the
+    whole group's sequences; a group whose play passes the check keeps it exactly.
+    When no seed's play passes, :class:`NoViableStart` is raised.
     """
     groups: dict[tuple[int, int, tuple[tuple[str, Any], ...]], list[TaskVariant]] = {}
     for v in human_init_variants(env_spec):
@@ -121,11 +128,15 @@ def prefix_streams(
                 ok = viable is None or viable(sim)
             finally:
                 sim.close()
+            if ok and start_viable is not None:
+                ok = all(start_viable(v, stream[: lengths[v.variant]]) for v in vs)
             if ok:
                 break
         else:
-            raise RuntimeError(
-                f"{env_spec.env}: no viable play of {n} decisions in {attempts} seeds"
+            names = ", ".join(v.variant for v in vs)
+            raise NoViableStart(
+                f"{env_spec.env}: no viable play of {n} decisions for {names} in {attempts} "
+                "seeds; raise attempts or change the policy or the lengths"
             )
         for v in vs:
             out[v.variant] = stream[: lengths[v.variant]]
