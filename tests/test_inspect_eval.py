@@ -262,6 +262,11 @@ def _usage_lots(sample, data, meta):
     next(d for d in data["decisions"] if d["usage"])["usage"]["input_tokens"] = "lots"
 
 
+def _append_not_a_message(sample, data, meta):
+    rec = next(r for d in data["decisions"] for r in d["records"] if r["type"] == "request")
+    rec["append"] = [1]
+
+
 @pytest.mark.parametrize(
     ("edit", "words"),
     [
@@ -271,6 +276,7 @@ def _usage_lots(sample, data, meta):
         (_usage_lots, "usage.input_tokens': Input should be a valid integer (got lots)"),
         (lambda s, d, m: d.pop("task_id"), "field 'task_id': Field required (got missing)"),
         (lambda s, d, m: d.update(task_id="pong/none"), "is not one of the eval's"),
+        (_append_not_a_message, "cannot be imported (AttributeError"),
     ],
 )
 def test_every_field_taken_from_the_log_is_checked(played, tmp_path, edit, words):

@@ -282,13 +282,19 @@ def import_inspect_log(log: Path, out: Path) -> ImportSummary:
     created = not out.exists()
     try:
         _write_run(out, log, info, settings, tasks, played, summary)
-    except BaseException:  # nothing half-written is left behind
+    except BaseException as e:  # nothing half-written is left behind
         if created:
             shutil.rmtree(out, ignore_errors=True)
         else:
             for child in out.iterdir():
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
-        raise
+        if isinstance(e, VicalError) or not isinstance(e, Exception):
+            raise
+        # the last resort: a record the checks did not foresee is one line, never a traceback
+        msg = " ".join(str(e).split())[:200]
+        raise InspectImportError(
+            f"{log}: cannot be imported ({type(e).__name__}: {msg}); nothing was written"
+        ) from e
     return summary
 
 
