@@ -16,6 +16,7 @@ import pytest
 from vical.authoring import search
 from vical.authoring.search import (
     NoViableStart,
+    decision_point_inits,
     dense_starts,
     prefix_streams,
     reflex_pass,
@@ -175,6 +176,75 @@ def test_prefix_streams_replace_only_a_play_with_a_rejected_prefix(cliff) -> Non
         )
 
 
+def test_prefix_streams_per_variant_moves_only_the_rejected_variant(cliff) -> None:
+    spec, _ = cliff
+    keep = ("base", "ledge-3", "top-row")  # one group: the same seed and start
+    sub = spec.model_copy(update={"tasks": [t for t in spec.tasks if t.variant in keep]})
+    lengths = {"ledge-3": 3, "top-row": 5}
+
+    def wander(sim: Any, rng: Any) -> str:
+        return str(rng.choice(["Up", "Right", "Left", "Down"]))
+
+    plain = prefix_streams(sub, None, lengths, wander, seed=0)
+
+    def reject_plain_ledge(v: TaskVariant, walk: list[str]) -> bool:
+        return not (v.variant == "ledge-3" and walk == plain["ledge-3"])
+
+    got = prefix_streams(
+        sub, None, lengths, wander, seed=0, start_viable=reject_plain_ledge, per_variant=True
+    )
+    assert got["top-row"] == plain["top-row"]  # accepted: kept exactly
+    assert got["ledge-3"] != plain["ledge-3"]
+    # the moved variant is the prefix of the next seed's play, the one the whole group
+    # would take without per_variant
+    group = prefix_streams(sub, None, lengths, wander, seed=0, start_viable=reject_plain_ledge)
+    assert got["ledge-3"] == group["ledge-3"]
+    everyone = prefix_streams(
+        sub, None, lengths, wander, seed=0, start_viable=lambda v, w: True, per_variant=True
+    )
+    assert everyone == plain
+
+    with pytest.raises(NoViableStart, match="no viable play of 3 decisions for ledge-3"):
+        prefix_streams(
+            sub,
+            None,
+            lengths,
+            wander,
+            seed=0,
+            attempts=2,
+            start_viable=lambda v, w: v.variant != "ledge-3",
+            per_variant=True,
+        )
+
+
+def test_decision_point_inits_skip_only_rejected_sequences(cliff) -> None:
+    spec, _ = cliff
+    keep = ("base", "ledge-3", "top-row")
+    sub = spec.model_copy(update={"tasks": [t for t in spec.tasks if t.variant in keep]})
+    moves = ["Up", "Right", "Left"]
+    search_kw = {"length": (2, 4), "tries": 4, "extra_tries": 3}
+    plain = decision_point_inits(sub, moves, 5, **search_kw)
+    assert set(plain) == {"ledge-3", "top-row"}
+    asked: list[tuple[str, list[str]]] = []
+
+    def accept_all(v: TaskVariant, seq: list[str]) -> bool:
+        asked.append((v.variant, seq))
+        return True
+
+    assert decision_point_inits(sub, moves, 5, start_viable=accept_all, **search_kw) == plain
+    assert asked == [("ledge-3", plain["ledge-3"]), ("top-row", plain["top-row"])]
+
+    def reject_plain_ledge(v: TaskVariant, seq: list[str]) -> bool:
+        return not (v.variant == "ledge-3" and seq == plain["ledge-3"])
+
+    got = decision_point_inits(sub, moves, 5, start_viable=reject_plain_ledge, **search_kw)
+    assert got["ledge-3"] != plain["ledge-3"] and 2 <= len(got["ledge-3"]) <= 4
+    assert got["top-row"] == plain["top-row"]
+
+    with pytest.raises(NoViableStart, match="no viable sequence in 7 candidates"):
+        decision_point_inits(sub, moves, 5, start_viable=lambda v, s: False, **search_kw)
+
+
 def test_choppercommand_stored_starts_are_its_generators_first_accepted_candidates() -> None:
     # the real check takes tens of seconds (held in nox -s slow by
     # test_ale_beam_games.py::test_stored_init_actions_match_generator); here a stand-in
@@ -206,3 +276,33 @@ def test_choppercommand_stored_starts_are_viable_and_the_old_ones_were_not() -> 
     # the start stored before the check: holding Right+Shoot passed the task from it
     assert reflex_pass(spec, v, OLD_SORTIE_A) == "const:Right+Shoot"
     assert reflex_pass(spec, v, list(v.init_actions)) is None
+
+
+@pytest.mark.parametrize("env_key", ["demonattack"])
+def test_screened_prefix_stream_starts_are_their_generators_first_accepted_prefixes(
+    env_key: str,
+) -> None:
+    # the real check takes minutes (nox -s slow: test_ale_prefix_stream_games.py::
+    # test_stored_init_actions_equal_fresh_generation); a stand-in accepting only the
+    # stored starts shows each is the variant's prefix of one of the generator's plays,
+    # the first such play in seed order
+    import importlib
+
+    spec = load_envs()[env_key]
+    module = importlib.import_module(f"vical.authoring.recipes.{env_key}")
+    stored = {
+        t.variant: list(t.init_actions)
+        for t in spec.tasks
+        if t.kind == "human-init" and not (t.init_source or "").startswith("paper:")
+    }
+    asked: dict[str, int] = {}
+
+    def only_stored(v: TaskVariant, walk: list[str]) -> bool:
+        asked[v.variant] = asked.get(v.variant, 0) + 1
+        return walk == stored[v.variant]
+
+    assert module.generate_init_actions(spec, only_stored) == stored
+    assert set(asked) == set(stored)
+    for t in spec.tasks:
+        if t.variant in stored:
+            assert "vical.authoring.search.screen_viable" in (t.init_source or "")

@@ -92,6 +92,7 @@ def prefix_streams(
     viable: Callable[[DecisionSim], bool] | None = None,
     attempts: int = 20,
     start_viable: Viable | None = None,
+    per_variant: bool = False,
 ) -> dict[str, list[str]]:
     """Human-init sequences as prefixes of a few long deathless plays.
 
@@ -110,7 +111,11 @@ def prefix_streams(
     of each variant's prefix of a play; a play with a rejected prefix is replaced in the
     same way. The variants of a group share one play, so a rejected prefix changes the
     whole group's sequences; a group whose play passes the check keeps it exactly.
-    When no seed's play passes, :class:`NoViableStart` is raised.
+    With ``per_variant``, only a rejected variant moves: it takes its prefix of the
+    first later seed's play that it accepts, and the group's other variants keep the
+    first play's prefixes exactly (a variant that moved is then no longer a prefix of
+    its group's longer variants). When no seed's play passes, :class:`NoViableStart`
+    is raised.
     """
     groups: dict[tuple[int, int, tuple[tuple[str, Any], ...]], list[TaskVariant]] = {}
     for v in human_init_variants(env_spec):
@@ -119,6 +124,22 @@ def prefix_streams(
     out: dict[str, list[str]] = {}
     for i, (_key, vs) in enumerate(groups.items()):
         n = max(lengths[v.variant] for v in vs)
+        if per_variant and start_viable is not None:
+            out.update(
+                _per_variant_prefixes(
+                    env_spec,
+                    adapter_cls,
+                    lengths,
+                    policy,
+                    seed * 1000 + i,
+                    vs,
+                    n,
+                    viable,
+                    attempts,
+                    start_viable,
+                )
+            )
+            continue
         for attempt in range(attempts):
             sim = DecisionSim(env_spec, vs[0], adapter_cls)
             try:
@@ -140,6 +161,49 @@ def prefix_streams(
             )
         for v in vs:
             out[v.variant] = stream[: lengths[v.variant]]
+    return out
+
+
+def _per_variant_prefixes(
+    env_spec: EnvSpec,
+    adapter_cls: type | None,
+    lengths: dict[str, int],
+    policy: Policy,
+    base_seed: int,
+    vs: list[TaskVariant],
+    n: int,
+    viable: Callable[[DecisionSim], bool] | None,
+    attempts: int,
+    start_viable: Viable,
+) -> dict[str, list[str]]:
+    """:func:`prefix_streams` with ``per_variant``, for one group ``vs``: each variant
+    takes its prefix of the first seed's play (of ``n`` decisions) that ``viable`` and
+    ``start_viable`` accept; plays are made once, when a variant first needs them."""
+    plays: dict[int, list[str] | None] = {}
+
+    def play(attempt: int) -> list[str] | None:
+        if attempt not in plays:
+            sim = DecisionSim(env_spec, vs[0], adapter_cls)
+            try:
+                stream = play_without_dying(sim, policy, n, seed=base_seed + 100_000 * attempt)
+                plays[attempt] = stream if viable is None or viable(sim) else None
+            finally:
+                sim.close()
+        return plays[attempt]
+
+    out: dict[str, list[str]] = {}
+    for v in vs:
+        for attempt in range(attempts):
+            stream = play(attempt)
+            if stream is not None and start_viable(v, stream[: lengths[v.variant]]):
+                out[v.variant] = stream[: lengths[v.variant]]
+                break
+        else:
+            raise NoViableStart(
+                f"{env_spec.env}: no viable play of {lengths[v.variant]} decisions for "
+                f"{v.variant} in {attempts} seeds; raise attempts or change the policy or "
+                "the lengths"
+            )
     return out
 
 
@@ -619,7 +683,7 @@ def lookahead_play(
     return taken
 
 
-def decision_point_init(
+def decision_point_init(  # noqa: PLR0913 (each a keyword setting of the recipes)
     env: VicalEnv,
     names: Sequence[str],
     rng: random.Random,
@@ -630,6 +694,8 @@ def decision_point_init(
     tries: int = 12,
     avoid: set[str] | None = None,
     accept: Callable[[VicalEnv], bool] | None = None,
+    viable: Callable[[list[str]], bool] | None = None,
+    extra_tries: int = EXTRA_CANDIDATES,
 ) -> list[str]:
     """A seeded search for a human-init sequence from the env's start state.
 
@@ -640,12 +706,26 @@ def decision_point_init(
     ``danger_within`` NOOP decisions end the episode but one of ``plans`` seeded
     random plans of ``plan_depth`` decisions survives. If no candidate meets
     (4) within ``tries``, the first candidate meeting (1)-(3) is returned.
+
+    ``viable(sequence)``, when given (e.g. :func:`screen_viable` bound to the variant),
+    is asked only of the candidate that would be returned; a rejected one is skipped and
+    the search goes on as it would have (the same random stream), so a sequence the
+    check accepts is the one found without it. When no candidate of the ``tries`` is
+    viable, up to ``extra_tries`` more are drawn; then :class:`NoViableStart`.
     """
     avoid = avoid or set()
     root = env.snapshot()
     fallback: list[str] | None = None
+    fallbacks: list[list[str]] = []
     noop = next(iter(env.action_names))
-    for _ in range(tries):
+    extra = extra_tries if viable is not None else 0
+    for i in range(tries + extra):
+        if i == tries:  # the plain search is over: its first viable fallback, if any
+            env.restore(root)
+            for seq in fallbacks:
+                if viable is None or viable(seq):
+                    return seq
+            fallbacks = []
         seq = [rng.choice(list(names)) for _ in range(rng.randint(*length))]
         env.restore(root)
         ok = True
@@ -659,6 +739,7 @@ def decision_point_init(
             continue
         if fallback is None:
             fallback = seq
+        fallbacks.append(seq)
         mid = env.snapshot()
         idle_dies = False
         for _ in range(danger_within):
@@ -673,8 +754,19 @@ def decision_point_init(
             plan = [rng.choice(list(names)) for _ in range(plan_depth)]
             if rollout(env, plan, lambda e: 0.0) == 0.0:
                 env.restore(root)
-                return seq
+                if viable is None or viable(seq):
+                    return seq
+                fallbacks.pop()  # rejected: not a fallback either
+                break
     env.restore(root)
+    if viable is not None:
+        for seq in fallbacks:
+            if viable(seq):
+                return seq
+        raise NoViableStart(
+            f"no viable sequence in {tries + extra} candidates; raise extra_tries or change "
+            "the moves or the lengths"
+        )
     if fallback is None:
         raise RuntimeError("decision_point_init found no sequence that keeps the episode alive")
     return fallback
@@ -721,15 +813,26 @@ def init_for_variants(
 
 
 def decision_point_inits(
-    env_spec: EnvSpec, names: Sequence[str], seed: int, **search: Any
+    env_spec: EnvSpec,
+    names: Sequence[str],
+    seed: int,
+    start_viable: Viable | None = None,
+    **search: Any,
 ) -> dict[str, list[str]]:
     """Human-init sequences of every generated variant by :func:`decision_point_init` over
     ``names`` (``search``: its other settings), start frames kept distinct by
-    :func:`init_for_variants` with the variants' random streams seeded by ``seed``."""
+    :func:`init_for_variants` with the variants' random streams seeded by ``seed``.
+    ``start_viable(variant, sequence)`` (e.g. :func:`screen_viable`), when given, is
+    :func:`decision_point_init`'s ``viable`` for each variant."""
     from vical.envs import make_env
 
     def pick(env: VicalEnv, v: TaskVariant, rng: random.Random, used: set[str]) -> list[str]:
-        return decision_point_init(env, names, rng, avoid=used, **search)
+        def viable(seq: list[str]) -> bool:
+            assert start_viable is not None
+            return start_viable(v, seq)
+
+        check = viable if start_viable is not None else None
+        return decision_point_init(env, names, rng, avoid=used, viable=check, **search)
 
     return init_for_variants(env_spec, make_env, pick, seed)
 
