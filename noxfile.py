@@ -36,8 +36,9 @@ def slow(session: nox.Session) -> None:
 def ray(session: nox.Session) -> None:
     """`vical eval --executor ray` against Ray clusters the tests start on 127.0.0.1: a
     worker killed mid-run, Ctrl-C and resume, a sharded run through a head started with
-    `ray start --head` equal to a local run, and one error line for a cluster that cannot
-    start or be reached (tests marked ray). Installs the ray extra (pinned in the lock),
+    `ray start --head` equal to a local run (with token authentication off, the pinned
+    Ray's default), one error line for a cluster that cannot start or be reached, and
+    for a head killed mid-run (tests marked ray). Installs the ray extra (pinned in the lock),
     which `all` leaves out."""
     _install(session, "all,dev,ray")
     session.run(
