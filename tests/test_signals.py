@@ -550,6 +550,18 @@ def test_wm_couple_stops_on_sigterm_and_resumes(tmp_path):
     assert _episodes(run) == expected
 
 
+def test_tasks_screen_stops_on_sigterm_and_prints_no_verdict():
+    """The reflex screen stops within seconds of SIGTERM, prints no table or JSON (a
+    partial screen is no verdict) and says what happened."""
+    cmd = _vical("tasks", "screen", "-t", MANY, "-j", "2", "--json")
+    status, _, took, out, err = signalled(cmd, handles_sigterm, [(signal.SIGTERM, 1.0)])
+    assert status == 130, err
+    assert took < 10
+    assert out == ""
+    assert "interrupted:" in err
+    assert "Traceback" not in err
+
+
 # ---------------------------------------------------------------------- coverage
 
 HERE = {
@@ -565,6 +577,7 @@ HERE = {
     "doctor": test_doctor_record_stops_on_sigterm_and_writes_no_record,
     "report": test_report_stops_on_sigterm_and_writes_every_file_whole_or_not_at_all,
     "wm couple": test_wm_couple_stops_on_sigterm_and_resumes,
+    "tasks screen": test_tasks_screen_stops_on_sigterm_and_prints_no_verdict,
 }
 # commands that are not long: they read or write a few files, or print
 SHORT = {
