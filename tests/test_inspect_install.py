@@ -136,9 +136,5 @@ def test_readme_inspect_lines_in_a_fresh_venv(tmp_path):
         text=True,
         timeout=1800,
     )
-    if r.returncode == 1 and "missing decision record for the decision at step" in r.stderr:
-        # seen on this path (cartpole/seed41-left): an honest imported bundle refused by
-        # the log check; the verification issue owns it. Any other failure fails here.
-        pytest.xfail(f"vical verify refuses the imported Inspect bundle: {r.stderr.strip()}")
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert re.search(r"PASS: (\d+)/\1 episodes replay exactly", r.stdout), r.stdout[-2000:]
