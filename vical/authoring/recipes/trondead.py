@@ -13,7 +13,7 @@ The human-init generator (:func:`generate_init_actions`) is
 from __future__ import annotations
 
 from vical.authoring.recipes._lookahead import GameDemos
-from vical.authoring.search import decision_point_inits
+from vical.authoring.search import Viable, decision_point_inits, screen_viable
 from vical.envs.ale import JOYSTICK
 from vical.spec import EnvSpec
 
@@ -36,7 +36,7 @@ RECIPE = GameDemos(
 )
 
 
-def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
+def generate_init_actions(env_spec: EnvSpec, viable: Viable | None = None) -> dict[str, list[str]]:
     """Human-init sequences for Trondead.
 
     Strategy: after reset and the RAM level write, draw seeded random
@@ -44,7 +44,18 @@ def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
     the first that leaves Tron unhit, gives a start frame no sibling task has,
     and ends where idling for six decisions gets Tron hit while some short
     plan dodges.
+
+    Screened: a sequence from whose end a constant action or an action cycle of the
+    reflex screen passes the task is skipped for the search's next candidate
+    (``viable``: the check, default :func:`~vical.authoring.search.screen_viable`).
     """
+    check = viable or screen_viable(env_spec)
     return decision_point_inits(
-        env_spec, INIT_MOVES, GENERATOR_SEED, length=(3, 8), danger_within=6, plan_depth=8
+        env_spec,
+        INIT_MOVES,
+        GENERATOR_SEED,
+        start_viable=check,
+        length=(3, 8),
+        danger_within=6,
+        plan_depth=8,
     )
