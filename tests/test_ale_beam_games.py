@@ -328,7 +328,7 @@ def test_life_loss_terminates_without_pass(game):
 # generators that screen each candidate start with the reflex screen's battery
 # (vical.authoring.search.screen_viable) take tens of seconds: nox -s slow; the default
 # suite holds them with a stand-in check (tests/test_authoring_viable_starts.py)
-SCREENED = {"choppercommand"}
+SCREENED = {"berzerk", "choppercommand"}
 
 
 @pytest.mark.parametrize(

@@ -47,7 +47,7 @@ from vical.authoring.plan import (
     variant_task,
 )
 from vical.authoring.recipes._ale import ale_expert, ale_recipe, ale_start, beam_recipe
-from vical.authoring.search import dense_starts
+from vical.authoring.search import Viable, dense_starts, screen_viable
 from vical.demos.experts import ExpertResult
 from vical.envs.ale import JOYSTICK
 from vical.envs.games.berzerk import ROOM_BYTE
@@ -216,13 +216,16 @@ def recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
     return plans, pools
 
 
-def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
+def generate_init_actions(env_spec: EnvSpec, viable: Viable | None = None) -> dict[str, list[str]]:
     """Human-init sequences: life-safe seeded walks ending where the next moves matter.
 
     Robots in Berzerk destroy themselves on walls and on each other's bolts
     whatever the player does, so points under do-nothing play are part of the
-    game here and the quiet-NOOP filter is off.
+    game here and the quiet-NOOP filter is off. A walk from whose end a constant
+    action or an action cycle of the reflex screen passes the task is skipped
+    (``viable``: the check, default :func:`~vical.authoring.search.screen_viable`).
     """
+    check = viable or screen_viable(env_spec)
     return dense_starts(
         env_spec,
         WALK_ACTIONS,
@@ -231,4 +234,5 @@ def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
         probe_horizon=3,
         candidates=12,
         quiet_noop=False,
+        viable=check,
     )
