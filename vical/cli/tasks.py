@@ -179,19 +179,22 @@ def tasks_screen(
             if r.status == "ok" and not show_all:
                 continue
             expert = "-" if r.expert_score is None else f"{r.expert_score:.1f}"
-            head = (
-                f"{r.status.upper():9} {r.task}  reflex {r.best_reflex_score:.1f} "
-                f"({r.best_reflex})  expert {expert}"
+            best = r.best_reflex if len(r.best_reflex) <= 24 else r.best_reflex[:23] + "…"
+            say(
+                f"{r.status.upper():9} {r.task}  blind {r.best_reflex_score:.1f} "
+                f"({best})  expert {expert}"
             )
-            say(head)
             for line in r.failures:
-                say(f"          {line}")
+                for part in textwrap.wrap(line, 70):
+                    say(f"          {part}")
             if r.exception is not None and r.excused:
                 say(
                     f"          excused: {', '.join(r.excused[:4])}"
                     + (f" (+{len(r.excused) - 4})" if len(r.excused) > 4 else "")
                 )
-                say(f'          {r.exception["where"]}: "{r.exception["quote"]}"')
+                quoted = f'{r.exception["where"]}: "{r.exception["quote"]}"'
+                for part in textwrap.wrap(quoted, 70):
+                    say(f"          {part}")
         if note:
             say(f"note: {note}")
         say(
