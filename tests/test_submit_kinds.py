@@ -242,6 +242,13 @@ def test_every_backend_and_world_model_has_a_declared_kind():
     for name in ("plain", "my-agent", "", None, 3):
         with pytest.raises(VerifyError, match=r"^\[agent\] .* is not a kind vical can verify"):
             agent_kind(name)
+    from vical.submit.kinds import bundle_kind, world_model_kind
+
+    assert bundle_kind({}) == "run" and bundle_kind({"kind": "wm"}) == "wm"
+    with pytest.raises(VerifyError, match=r"^\[manifest\] bundle kind 'model' is not one"):
+        bundle_kind({"kind": "model"})
+    with pytest.raises(VerifyError, match=r"world model 'oracle' is not one vical can verify"):
+        world_model_kind("oracle")
 
 
 def test_the_references_are_never_ranked_whatever_their_labels(bundles, tmp_path):
