@@ -3,12 +3,15 @@ NOOP (no gas) until cars overtake the player.
 
 The human-init generator (:func:`generate_init_actions`) keeps prefixes of seeded
 plays of the same driver, one play per start.
+Screened: a prefix from whose end a constant action or an action cycle of the
+reflex screen passes the task is replaced by that variant's prefix of the next
+seed's play (:func:`vical.authoring.search.screen_viable`).
 """
 
 from __future__ import annotations
 
 from vical.authoring.recipes._ale import FIRE_AND_STEER, chunk_recipe, hold
-from vical.authoring.search import prefix_streams
+from vical.authoring.search import Viable, prefix_streams, screen_viable
 from vical.envs.games.enduro import Adapter
 from vical.spec import EnvSpec
 
@@ -40,9 +43,16 @@ RECIPE = chunk_recipe(
 )
 
 
-def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
-    """Deterministic driving sequences, one seeded play per start (shared by the opening band)."""
-    return prefix_streams(env_spec, Adapter, LENGTHS, policy, seed=3)
+def generate_init_actions(env_spec: EnvSpec, viable: Viable | None = None) -> dict[str, list[str]]:
+    """Deterministic driving sequences, one seeded play per start (shared by the opening band).
+
+    A prefix from whose end a screen-blind constant action or cycle passes the task is
+    replaced by the variant's prefix of the next seed's play (``viable``: the check,
+    default :func:`~vical.authoring.search.screen_viable`)."""
+    check = viable or screen_viable(env_spec)
+    return prefix_streams(
+        env_spec, Adapter, LENGTHS, policy, seed=3, start_viable=check, per_variant=True
+    )
 
 
 INIT_STRATEGY = (
