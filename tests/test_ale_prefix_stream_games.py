@@ -429,7 +429,7 @@ REGENERATE = {
 # generators that screen each start with the reflex screen's battery
 # (vical.authoring.search.screen_viable) take minutes: nox -s slow; the default suite
 # holds them with a stand-in check (tests/test_authoring_viable_starts.py)
-SCREENED = {"demonattack", "enduro"}
+SCREENED = {"demonattack", "enduro", "mspacman"}
 
 
 @pytest.mark.parametrize(

@@ -278,7 +278,7 @@ def test_choppercommand_stored_starts_are_viable_and_the_old_ones_were_not() -> 
     assert reflex_pass(spec, v, list(v.init_actions)) is None
 
 
-@pytest.mark.parametrize("env_key", ["berzerk", "demonattack"])
+@pytest.mark.parametrize("env_key", ["berzerk", "demonattack", "mspacman"])
 def test_screened_generated_starts_are_their_generators_first_accepted_ones(
     env_key: str,
 ) -> None:

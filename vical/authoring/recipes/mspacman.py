@@ -3,6 +3,9 @@ holds Up until a ghost catches Ms. Pac-Man.
 
 The human-init generator (:func:`generate_init_actions`) keeps prefixes of one
 deathless walk of the same wanderer through the maze.
+Screened: a prefix from whose end a constant action or an action cycle of the
+reflex screen passes the task is replaced by that variant's prefix of the next
+seed's play (:func:`vical.authoring.search.screen_viable`).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import random
 
 from vical.authoring.recipes._ale import chunk_recipe, hold
-from vical.authoring.search import prefix_streams
+from vical.authoring.search import Viable, prefix_streams, screen_viable
 from vical.authoring.sim import DecisionSim
 from vical.envs.games.mspacman import Adapter
 from vical.spec import EnvSpec
@@ -40,9 +43,16 @@ RECIPE = chunk_recipe(
 )
 
 
-def generate_init_actions(env_spec: EnvSpec) -> dict[str, list[str]]:
-    """Deterministic preloads: prefixes of one deathless seeded walk through the maze."""
-    return prefix_streams(env_spec, Adapter, LENGTHS, policy, seed=5)
+def generate_init_actions(env_spec: EnvSpec, viable: Viable | None = None) -> dict[str, list[str]]:
+    """Deterministic preloads: prefixes of one deathless seeded walk through the maze.
+
+    A prefix from whose end a screen-blind constant action or cycle passes the task is
+    replaced by the variant's prefix of the next seed's play (``viable``: the check,
+    default :func:`~vical.authoring.search.screen_viable`)."""
+    check = viable or screen_viable(env_spec)
+    return prefix_streams(
+        env_spec, Adapter, LENGTHS, policy, seed=5, start_viable=check, per_variant=True
+    )
 
 
 INIT_STRATEGY = (
