@@ -85,7 +85,8 @@ def test_server_rejects_a_malformed_request():
 
 def test_cli_eval_report_verify(cases_dir, tmp_path):
     res = _eval_over_http(cases_dir, tmp_path / "run")
-    assert "http (own intervention): SSIM skill 0.0, PSNR skill 0.0" in res.output
+    assert "http (own intervention): WM index (action skill) 0.0, MSE skill 0.0" in res.output
+    assert "FLAGGED: http ignores the action" in res.output
     res = runner.invoke(app, ["wm", "report", str(tmp_path / "run")])
     assert res.exit_code == 0 and "## t-taxi" in res.output
     res = runner.invoke(app, ["wm", "verify", str(tmp_path / "run"), "--cases", str(cases_dir)])

@@ -44,49 +44,114 @@ def _scores(run):
 
 def test_simulator_is_the_ceiling(runs):
     summary = runs["simulator"][1]
-    for part in ("score", "fidelity", "counterfactual", "spec", "ssim_skill", "psnr_skill"):
+    for part in ("score", "fidelity", "counterfactual", "spec", "action_skill"):
         assert summary["index"][part]["mean"] == 100.0
+    assert summary["index"]["mse_skill"]["mean"] == 100.0
     scores = _scores(runs["simulator"][0])
     assert len(scores) == 15 and all(s["score"] == 100.0 for s in scores)
+    assert summary["flag"] is None and summary["index"]["response"]["mean"] == 100.0
 
 
 def test_skill_is_zero_for_copy_last_and_100_for_the_simulator(runs):
-    """Under every intervention, per case and in the summary, by construction."""
+    """Under every intervention, per scenario and in the index, by construction."""
     for control in ("", "/noop", "/shuffled"):
         for model, want in (("copy-last", 0.0), ("simulator", 100.0)):
-            run, summary = runs[model + control]
-            for s in _scores(run):
-                assert s["ssim_skill"] in (want, None) and s["psnr_skill"] in (want, None)
-            for part in ("ssim_skill", "psnr_skill"):
-                assert summary["index"][part]["mean"] == want
+            summary = runs[model + control][1]
+            parts = ("mse_skill",) if control else ("mse_skill", "action_skill")
+            for part in parts:
+                assert summary["index"][part]["mean"] == want, (model, control, part)
+                # one environment a scenario: no degrees of freedom, so no interval
+                assert summary["index"][part]["ci95"] == [None, None]
                 for sc in summary["scenarios"].values():
+                    # None: the target is the context frame (Taxi left alone), nothing to predict
                     assert sc[part]["mean"] in (want, None)
 
 
-def test_skill_degenerate_case_is_excluded_and_counted():
-    from vical.wm.score import PSNR_CAP, skill
+def _cs(env, v, err=0.0, base=1.0, act=(0.0, 1.0), pairs=(0, 0), scenario="s"):
+    return CaseScore(
+        case=f"{env}{v}{err}{act}",
+        scenario=scenario,
+        env=env,
+        score=v,
+        fidelity=v,
+        counterfactual=v,
+        spec=v,
+        required=None,
+        protected=1.0,
+        psnr=0.0,
+        exact=False,
+        se=err,
+        se_copy=base,
+        act_err=act[0],
+        act_var=act[1],
+        pairs=pairs[0],
+        moved=pairs[1],
+    )
 
-    assert skill(0.5, 1.0, 1.0) is None and skill(PSNR_CAP, PSNR_CAP, PSNR_CAP) is None
-    assert skill(0.8, 0.9, 1.0) == pytest.approx(-100.0)  # worse than persistence: negative
-    summary = summarize([_cs("a", 50.0, None), _cs("a", 50.0, 40.0)], samples=50)
-    entry = summary["scenarios"]["s"]["ssim_skill"]
-    assert entry["mean"] == 40.0 and entry["n"] == 1
-    assert summary["scenarios"]["s"]["cases"] == 2
+
+def test_skills_pool_errors_before_the_ratio():
+    """A nearly static case (tiny copy-last error) cannot swing the skill: the errors
+    are summed over the cases first. A mean of per-case ratios would give -4950 here."""
+    cases = [_cs("a", 0, err=1.0, base=0.01), _cs("a", 0, err=10.0, base=100.0)]
+    entry = summarize(cases)["scenarios"]["s"]["mse_skill"]
+    assert entry["mean"] == pytest.approx(100 * (1 - 11.0 / 100.01), abs=1e-3)
+    cases = [_cs("a", 0, err=10.0, base=100.0, act=(3.0, 4.0))]
+    entry = summarize(cases)["scenarios"]["s"]
+    assert entry["action_skill"]["mean"] == 25.0 and entry["mse_skill"]["mean"] == 90.0
 
 
-def test_report_shows_skill_columns_controls_and_targets(runs):
+def test_an_action_blind_model_scores_zero_on_the_action_skill_by_construction():
+    """Whatever one frame it predicts for every branch, its branch deviations are 0, so
+    its error on them is exactly the truth's deviations' size."""
+    from vical.wm.score import branch_deviations
+
+    rng = np.random.default_rng(3)
+    truths = [[rng.integers(0, 256, (6, 5, 3), dtype=np.uint8) for _ in range(2)] for _ in range(5)]
+    blind = [rng.integers(0, 256, (6, 5, 3), dtype=np.uint8) for _ in range(2)]
+    devs = branch_deviations(truths, [blind] * 5)
+    assert all(e == pytest.approx(v) and v > 0 for e, v in devs)
+    perfect = branch_deviations(truths, truths)
+    assert all(e == 0.0 for e, _ in perfect)
+    # a constant shift of every branch changes nothing in the deviations
+    shifted = [[np.clip(f.astype(int) // 2, 0, 255).astype(np.uint8) for f in t] for t in truths]
+    assert sum(e for e, _ in branch_deviations(truths, shifted)) > 0
+
+
+def test_jackknife_interval_over_few_environments():
+    """Scenario rows give the environments' range, the index a jackknife t interval on
+    (environments - scenarios) degrees of freedom."""
+    cases = [
+        _cs("a", 0, err=0.0, base=1.0),
+        _cs("b", 0, err=1.0, base=1.0),
+        _cs("c", 0, err=0.5, base=1.0, scenario="t"),
+        _cs("d", 0, err=0.5, base=1.0, scenario="t"),
+    ]
+    summary = summarize(cases)
+    sc = summary["scenarios"]["s"]["mse_skill"]
+    assert sc["mean"] == 50.0 and sc["range"] == [0.0, 100.0] and "ci95" not in sc
+    idx = summary["index"]["mse_skill"]
+    assert idx["mean"] == 50.0
+    assert summary["interval"]["df"] == 2
+    # jackknife: replicates of scenario s are 100 and 0 (index 75, 25), variance 1/2 * 2 * 25^2
+    from scipy.stats import t
+
+    half = t.ppf(0.975, 2) * 25.0
+    assert idx["ci95"] == [pytest.approx(max(-1e9, 50 - half), abs=1e-3), 100.0]
+
+
+def test_report_shows_the_index_the_references_and_the_targets(runs):
     text = report_markdown([runs[m][0] for m in RUNS])
-    assert "| run | SSIM skill | PSNR skill | counterfactual |" in text
-    assert "SSIM (raw) | PSNR dB (raw) |" in text
-    assert "| simulator (control) | 100.0 [100.0, 100.0] | 100.0 [100.0, 100.0] |" in text
-    assert "| copy-last (control) | 0.0 [0.0, 0.0] | 0.0 [0.0, 0.0] |" in text
+    assert "| run | WM index (action skill) | MSE skill | responds (%) | counterfactual |" in text
+    assert "SSIM x100 | PSNR dB |" in text
+    # one environment a scenario here: no interval (see test_jackknife_interval_...)
+    assert "| simulator (control) | 100.0 | 100.0 | 100.0 | 100.0 |" in text
+    assert "| copy-last (control) **FLAGGED** | 0.0 | 0.0 | 0.0 |" in text
     assert "## Controls and their targets" in text
-    assert "| noop intervention | any model's frames | the simulator's frames after " in text
+    assert "| noop intervention | any model's frames | the simulator left alone" in text
     assert "| shuffled intervention |" in text and "| branch-swap (model) |" in text
-    # Taxi has no NOOP action: the table says so rather than scoring a stand-in
-    taxi = text.split("## t-taxi", 1)[1]
-    assert "| copy-last (control), noop intervention | no NOOP action in taxi |" in taxi
-    assert "copy-last (control), noop intervention: scored against the simulator's" in text
+    assert "| fixed-action (model) |" in text and "| blurred-truth (model) |" in text
+    assert "Scenario rows are descriptive" in text
+    assert "copy-last (control), noop intervention **FLAGGED**: scored against" in text
 
 
 def test_action_blind_control_wins_at_most_one_branch_per_context(runs):
@@ -107,8 +172,10 @@ def test_control_interventions_score_image_metrics_only(runs):
         assert runs[key][1]["index"]["counterfactual"]["mean"] is None
 
 
-def test_noop_target_is_the_simulator_stepping_its_noop(runs, cases_dir):
-    from vical.wm.cases import load_cases
+def test_noop_target_is_the_simulator_left_alone_one_request_a_context(runs, cases_dir):
+    """Breakout steps its NOOP; Taxi, which has none, makes the identity transition (the
+    context frame held) and is scored too; one case a context is scored."""
+    from vical.wm.cases import NO_ACTION, load_cases, load_frames
     from vical.wm.controls import control_target, noop_action
     from vical.wm.evaluate import MANIFEST, load_predictions
     from vical.wm.sim import ContextSim
@@ -116,22 +183,41 @@ def test_noop_target_is_the_simulator_stepping_its_noop(runs, cases_dir):
     run = runs["simulator/noop"][0]
     manifest = json.loads((run / MANIFEST).read_text())
     cases = load_cases(cases_dir)
-    breakout, taxi = cases[0], cases[-1]
+    breakout, taxi = cases[0], cases[-5]
+    assert manifest["cases"] == [cases[0].id, cases[5].id, cases[10].id]
+    assert manifest["unavailable"] == {}
     assert noop_action(taxi) is None
-    assert manifest["unavailable"] == {c.id: "no NOOP action in taxi" for c in cases[10:]}
-    assert breakout.id in manifest["cases"] and taxi.id not in manifest["cases"]
+    assert manifest["interventions"][taxi.id] == [NO_ACTION] * 4
+    ctx = load_frames(cases_dir, taxi.context_frames[-1:])[0]
+    held = control_target(taxi, "noop")
+    assert all(np.array_equal(f, ctx) for f in held.frames)
     name = noop_action(breakout)
     assert name == "NOOP" and manifest["interventions"][breakout.id] == [name] * 4
     with ContextSim(breakout.origin, snapshot=False) as sim:
-        stepped = [sim.env.step(name).frame.copy() for _ in breakout.intervention]
+        stepped = sim.play_noop(4)
     target = control_target(breakout, "noop")
-    assert target.intervention == [name] * 4
     assert all(np.array_equal(a, b) for a, b in zip(target.frames, stepped, strict=True))
     # the simulator run predicted exactly that target, and was scored against it
     assert all(
         np.array_equal(a, b) for a, b in zip(load_predictions(run, breakout), stepped, strict=True)
     )
-    assert control_target(taxi, "noop").frames is None
+    assert runs["simulator/noop"][1]["cases"] == 3
+
+
+def test_controls_flag_a_model_whose_predictions_ignore_the_intervention(runs):
+    """Each control run also predicts the own interventions: copy-last's predictions do
+    not change under the no-op or the shuffled order, and it is flagged; the simulator's
+    change wherever the target does, and it is not. Under the own intervention, a model
+    that draws the same future for every branch is flagged too."""
+    for key in ("copy-last/noop", "copy-last/shuffled", "copy-last"):
+        summary = runs[key][1]
+        assert summary["index"]["response"]["mean"] == 0.0
+        assert summary["flag"] and "ignores the action" in summary["flag"]
+    for key in ("simulator/noop", "simulator/shuffled", "simulator", "branch-swap"):
+        summary = runs[key][1]
+        assert summary["index"]["response"]["mean"] == 100.0 and summary["flag"] is None
+    scores = _scores(runs["copy-last/noop"][0])
+    assert all(s["pairs"] > 0 and s["moved"] == 0 for s in scores)
 
 
 def test_shuffled_target_is_the_simulator_on_the_shuffled_order(runs, cases_dir):
@@ -189,7 +275,7 @@ def test_rescore_rederives_and_catches_tampering(runs, cases_dir):
 def test_report_lists_every_run_per_scenario(runs):
     text = report_markdown([runs[m][0] for m in ("simulator", "copy-last")])
     assert "## t-breakout" in text and "## t-freeway" in text and "## t-taxi" in text
-    assert "| simulator (control) | 100.0 [100.0, 100.0]" in text
+    assert "| simulator (control) | 100.0 (100.0 to 100.0)" in text
 
 
 def test_wrong_frame_count_or_size_scores_zero(cases_dir):
@@ -200,9 +286,11 @@ def test_wrong_frame_count_or_size_scores_zero(cases_dir):
     last = load_frames(cases_dir, case.context_frames[-1:])[0]
     s = score_case(case, last, truth, truth[:-1], [])
     assert s.fidelity == 0.0 and s.counterfactual == 0.0
+    black = sum(float(np.mean(t.astype(float) ** 2)) for t in truth)
+    assert s.se == pytest.approx(black, abs=1e-5)  # every step counted as a black frame
     small = [f[:-2] for f in truth]
     s = score_case(case, last, truth, small, [])
-    assert s.fidelity == 0.0 and s.spec == 0.0
+    assert s.fidelity == 0.0 and s.spec == 0.0 and s.se == pytest.approx(black, abs=1e-5)
 
 
 def test_pixel_checks():
@@ -215,40 +303,6 @@ def test_pixel_checks():
     wrong[7, 7] = 100
     r, p = spec_on_pixels(ctx, [final], wrong)
     assert r == 0.0 and p == pytest.approx(62 / 63)
-
-
-def _cs(env, v, skill=0.0):
-    return CaseScore(
-        case=f"{env}{v}{skill}",
-        scenario="s",
-        env=env,
-        score=v,
-        fidelity=v,
-        counterfactual=v,
-        spec=v,
-        required=None,
-        protected=1.0,
-        psnr=0.0,
-        ssim_skill=skill,
-        psnr_skill=skill,
-        exact=False,
-    )
-
-
-def test_bootstrap_resamples_environments():
-    summary = summarize([_cs("a", 0.0), _cs("a", 0.0), _cs("b", 100.0)], samples=200)
-    entry = summary["scenarios"]["s"]["score"]
-    assert entry["mean"] == pytest.approx(33.333, abs=1e-3)
-    assert entry["ci95"][0] == 0.0 and entry["ci95"][1] == 100.0
-
-
-def test_bootstrap_uses_ten_thousand_resamples_by_default():
-    import inspect
-
-    from vical.wm.score import BOOTSTRAP_SAMPLES
-
-    assert BOOTSTRAP_SAMPLES == 10_000
-    assert inspect.signature(summarize).parameters["samples"].default == 10_000
 
 
 def test_a_world_model_class_outside_vical(cases_dir, tmp_path, monkeypatch):

@@ -31,6 +31,14 @@ def dataset_build(
 
     if wm_cases is not None and not (wm_cases / "cases.jsonl").is_file():
         fail(f"--wm-cases {wm_cases}: no cases.jsonl there; build one with `vical wm build`")
+    if wm_cases is not None:
+        from vical.wm.cases import is_held_out
+
+        if is_held_out(wm_cases):
+            fail(
+                f"--wm-cases {wm_cases}: these are held-out cases (built with --private-seed) "
+                "and are never published; pass a folder built without it"
+            )
     try:
         root = build_dataset(out, tasks, wm_cases=wm_cases, workers=workers)
     except (Interrupted, KeyboardInterrupt):

@@ -41,6 +41,12 @@ def wm_build(
     ),
     contexts: int = typer.Option(10, "--contexts", min=1, help="Contexts per scenario."),
     workers: int = typer.Option(None, "--workers", "-j", min=1, help=WORKERS_HELP),
+    private_seed: str = typer.Option(
+        None,
+        "--private-seed",
+        help="Build held-out cases from context states this seed draws (keep it secret; "
+        "the folder is never published). Ranked results come from held-out cases only.",
+    ),
 ) -> None:
     """Build the cases (context, intervention, true frames, specification) into a folder."""
     from vical.run.pool import Interrupted, run_pool
@@ -50,12 +56,20 @@ def wm_build(
     try:
         # SIGTERM (a container's stop, `kill`) stops the build as Ctrl-C does
         with stop_signals():
-            cases = build(out, names, contexts=contexts, workers=_workers(workers), pool=run_pool)
+            cases = build(
+                out,
+                names,
+                contexts=contexts,
+                workers=_workers(workers),
+                pool=run_pool,
+                private_seed=private_seed,
+            )
     except KeyError as e:
         fail(str(e.args[0]))
     except (KeyboardInterrupt, Interrupted):
         interrupted(f"nothing written ({out} is as it was); run the same command again")
-    console.print(f"{len(cases)} cases ({BRANCHES} branches per context) written to {out}")
+    kind = "held-out cases" if private_seed is not None else "cases"
+    console.print(f"{len(cases)} {kind} ({BRANCHES} branches per context) written to {out}")
 
 
 @wm_app.command("eval")
@@ -63,15 +77,19 @@ def wm_eval(
     wm: str = typer.Option(
         ...,
         "--wm",
-        help="World model: http, a control model (copy-last, branch-swap, simulator) or "
-        "package.module:Class (a vical.wm.models.WorldModel subclass).",
+        help="World model: http, a reference model (controls: copy-last, simulator, "
+        "branch-swap; adversarial: fixed-action, all-action-average, other-case, "
+        "context-mean, blurred-copy-last, blurred-truth) or package.module:Class (a "
+        "vical.wm.models.WorldModel subclass).",
     ),
     control: str = typer.Option(
         "own",
         "--control",
-        help="Intervention the model is given: own (the case's), noop (the NOOP action, "
-        "scored against the simulator's NOOP frames) or shuffled (the case's actions in a "
-        "seeded other order, scored against the simulator's frames for that order).",
+        help="Intervention the model is given: own (the case's), noop (no decision, one "
+        "request a context, scored against the simulator left alone) or shuffled (the "
+        "case's actions in a seeded other order, scored against the simulator's frames "
+        "for that order). A control run also predicts the own interventions and flags a "
+        "model whose predictions do not change.",
     ),
     cases: Path = typer.Option(Path("build/wm"), "--cases", "-c", help="Case folder."),
     out: Path = typer.Option(..., "--out", "-o", help="Run folder for predictions and scores."),
@@ -149,12 +167,14 @@ def wm_eval(
 
     skipped = sum(u["cases"] for u in summary["unavailable"].values())
     say(
-        f"{summary['model']} ({control} intervention): SSIM skill {num('ssim_skill')}, "
-        f"PSNR skill {num('psnr_skill')}, counterfactual {num('counterfactual')} over "
-        f"{summary['cases']} cases"
+        f"{summary['model']} ({control} intervention): WM index (action skill) "
+        f"{num('action_skill')}, MSE skill {num('mse_skill')}, responds "
+        f"{num('response')}% over {summary['cases']} cases"
         + (f" ({skipped} without a {control} target)" if skipped else "")
         + f"; results in {out}"
     )
+    if summary.get("flag"):
+        say(f"FLAGGED: {summary['model']} {summary['flag']}")
 
 
 @wm_app.command("couple")

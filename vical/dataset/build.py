@@ -490,8 +490,11 @@ def build_dataset(
 
 def _write_wm(cases_dir: Path, root: Path) -> DatasetInfo:
     """The world-model configuration's parquet file from a case folder; its DatasetInfo."""
-    from vical.wm.cases import load_cases
+    from vical.wm.cases import is_held_out, load_cases
     from vical.wm.hf import WM_DATA_FILE, case_row, wm_features
+
+    if is_held_out(cases_dir):
+        raise ValueError(f"{cases_dir}: held-out world-model cases are never published")
 
     rows = [case_row(c, cases_dir) for c in load_cases(cases_dir)]
     (root / WM_DATA_FILE).parent.mkdir(parents=True, exist_ok=True)

@@ -56,6 +56,9 @@ MIN_CHANGED_PIXELS = 16
 MAX_CANDIDATES = 48  # interventions tried per context before it is given up
 DEMO_POSITIONS = (2, 5, 9, 14)  # decisions into a demo clip where contexts are taken
 CASES_FILE = "cases.jsonl"
+# the reserved action name of "no decision taken" (the no-op control, where a game has no
+# NOOP action); the protocol accepts it in any intervention besides the vocabulary
+NO_ACTION = "(no action)"
 FORMAT_VERSION = 1
 
 
@@ -232,10 +235,45 @@ def in_process(
 
 
 # -- choosing contexts and branches ---------------------------------------------------
-def _origins(env_key: str) -> Iterator[Origin]:
-    """Candidate context states of one environment: start states and demo positions, alternating."""
+HELD_OUT_FILE = "held-out.json"
+HELD_OUT_CANDIDATES = 400  # seeded candidate context states per environment
+HELD_OUT_WALK = (3, 12)  # decisions of a seeded walk from a task's start
+
+
+def _held_out_origins(env_key: str, seed: str) -> Iterator[Origin]:
+    """Candidate context states drawn from a private seed: states after a seeded walk of
+    random decisions from a task's start, alternating with demo-clip positions the
+    published cases never take. Nothing here is published: the cases built from them
+    are held out (:func:`build`'s ``private_seed``)."""
+    import random
+
     from vical.spec import load_envs
 
+    spec = load_envs()[env_key]
+    rng = random.Random(f"vical-wm-held-out:{seed}:{env_key}")
+    actions = list(spec.actions)
+    for k in range(HELD_OUT_CANDIDATES):
+        v = rng.choice(spec.tasks)
+        clips = [c for c in v.demos if len(c.actions) > 2]
+        if k % 2 and clips:
+            clip = rng.choice(clips)
+            spots = [p for p in range(1, len(clip.actions)) if p not in DEMO_POSITIONS]
+            if spots:
+                pos = rng.choice(spots)
+                yield Origin(f"{env_key}/{v.variant}", clip.id, tuple(clip.actions[:pos]))
+                continue
+        walk = tuple(rng.choice(actions) for _ in range(rng.randint(*HELD_OUT_WALK)))
+        yield Origin(f"{env_key}/{v.variant}", None, walk)
+
+
+def _origins(env_key: str, seed: str | None = None) -> Iterator[Origin]:
+    """Candidate context states of one environment: start states and demo positions,
+    alternating (with a private ``seed``: :func:`_held_out_origins`)."""
+    from vical.spec import load_envs
+
+    if seed is not None:
+        yield from _held_out_origins(env_key, seed)
+        return
     spec = load_envs()[env_key]
     starts = [Origin(f"{env_key}/{v.variant}", None, ()) for v in spec.tasks]
     seen: set[str] = set()
@@ -408,10 +446,10 @@ def find_context(job: tuple[Origin, int]) -> _Context | None:
         )
 
 
-def _origin_order(sc: Scenario) -> Iterator[Origin]:
+def _origin_order(sc: Scenario, seed: str | None = None) -> Iterator[Origin]:
     """Every candidate context state of a scenario, in the order they are tried: one of
     each environment in turn (an environment with no more candidates drops out)."""
-    sources = [_origins(e) for e in sc.envs]
+    sources = [_origins(e, seed) for e in sc.envs]
     exhausted: set[int] = set()
     turn = 0
     while len(exhausted) < len(sources):
@@ -435,10 +473,10 @@ class _Plan:
     the results, never on which worker finished first.
     """
 
-    def __init__(self, sc: Scenario, contexts: int):
+    def __init__(self, sc: Scenario, contexts: int, seed: str | None = None):
         self.sc = sc
         self.contexts = contexts
-        self._order = _origin_order(sc)
+        self._order = _origin_order(sc, seed)
         self._handed = 0  # candidates handed out so far
         self._ended = False  # no candidate left
         self.results: dict[int, _Context | None] = {}
@@ -513,10 +551,12 @@ def find_contexts(
     workers: int = 1,
     pool: Pool | None = None,
     on_abort: Callable[[], None] | None = None,
+    seed: str | None = None,
 ) -> list[list[_Context]]:
     """The contexts each scenario takes, found by ``pool`` on ``workers`` processes (the
-    same contexts whatever the pool and the number; default: in this process)."""
-    plans = [_Plan(sc, contexts) for sc in chosen]
+    same contexts whatever the pool and the number; default: in this process); with a
+    private ``seed``, held-out contexts (:func:`_held_out_origins`)."""
+    plans = [_Plan(sc, contexts, seed) for sc in chosen]
 
     def on_result(
         job: tuple[int, int, Origin, int], found: Any, error: BaseException | None
@@ -610,8 +650,15 @@ def build(
     h: int = HORIZON,
     workers: int = 1,
     pool: Pool | None = None,
+    private_seed: str | None = None,
 ) -> list[Case]:
     """Build the cases of the named scenarios (default all) into ``out``; write ``cases.jsonl``.
+
+    ``private_seed``: build *held-out* cases instead, from context states that seed
+    draws (:func:`_held_out_origins`) and the published cases never use; the folder is
+    marked (:data:`HELD_OUT_FILE`, holding only the seed's sha256) and is never
+    published (``vical dataset build`` refuses it). The same seed builds the same
+    bytes.
 
     Contexts are found by ``pool`` on ``workers`` processes (``vical wm build -j``
     passes :func:`vical.run.pool.run_pool`; default: one at a time here); the folder
@@ -637,11 +684,18 @@ def build(
         shutil.rmtree(tmp, ignore_errors=True)
 
     try:
-        found = find_contexts(chosen, contexts, h, workers, pool, on_abort=remove_tmp)
+        found = find_contexts(
+            chosen, contexts, h, workers, pool, on_abort=remove_tmp, seed=private_seed
+        )
         cases: list[Case] = []
         for sc, ctxs in zip(chosen, found, strict=True):
             cases.extend(write_contexts(sc, ctxs, tmp))
         write_cases(tmp, cases)
+        if private_seed is not None:
+            digest = hashlib.sha256(private_seed.encode()).hexdigest()
+            (tmp / HELD_OUT_FILE).write_text(
+                json.dumps({"held_out": True, "seed_sha256": digest}, indent=2) + "\n"
+            )
         tmp.chmod(0o755)
         if out.exists():
             os.replace(out, old)
@@ -667,6 +721,11 @@ def load_cases(folder: Path) -> list[Case]:
             f"{path}: no world-model cases here; build them with `vical wm build --out {folder}`"
         )
     return [Case.model_validate_json(line) for line in path.read_text("utf-8").splitlines() if line]
+
+
+def is_held_out(folder: Path) -> bool:
+    """Whether a case folder holds held-out cases (built with a private seed)."""
+    return (Path(folder) / HELD_OUT_FILE).is_file()
 
 
 def load_frames(folder: Path, names: list[str]) -> list[Frame]:

@@ -4,13 +4,15 @@ A world-model run is made under one *intervention* (``vical wm eval --control``)
 
 - ``own`` (the default): the case's own intervention, scored against the case's
   stored truth (the simulator's frames after it);
-- ``noop``: the environment's NOOP action, once per step of the case's
-  intervention, scored against the *identity-transition target*: the
-  simulator's frames after stepping that NOOP from the context state. It tests
-  whether a model leaves the world as the simulator leaves it when nothing is
-  done. An environment without a NOOP action (Toy Text, MiniGrid, Tetris) has no
-  such target: its cases are *unavailable* under this control (the run and the
-  report say so) rather than scored against a stand-in;
+- ``noop``: no decision taken, once per step of the case's intervention: the
+  environment's NOOP action where it has one, else :data:`vical.wm.cases.NO_ACTION`
+  (the protocol's reserved name for "no decision"). Its target is the simulator
+  left alone from the context state (:meth:`vical.wm.sim.ContextSim.play_noop`):
+  a real-time world steps its NOOP and goes on moving; a world without a NOOP
+  (Toy Text, MiniGrid, Tetris, where nothing happens until a decision is taken)
+  makes the identity transition, the context frame held. The five branches of a
+  context share this one request, so the control scores one case a context
+  (its first branch, :func:`scored_cases`);
 - ``shuffled``: the case's own actions in another order, chosen with a seed
   from the distinct reorderings (:data:`SHUFFLE_SEED` and the case id), scored
   against the simulator's frames for that order. It tests whether a model
@@ -31,7 +33,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from vical.wm.cases import Case, load_frames
+from vical.wm.cases import NO_ACTION, Case, load_frames
 from vical.wm.sim import BranchEndedError, ContextSim, Frame, task_by_id
 
 INTERVENTIONS = ("own", "noop", "shuffled")
@@ -44,7 +46,8 @@ TARGETS: dict[str, tuple[str, str]] = {
         "fidelity to the requested change",
     ),
     "noop": (
-        "the simulator's frames after stepping its NOOP action (identity transition)",
+        "the simulator left alone: its NOOP stepped, or the context frame held where "
+        "it has none (identity transition)",
         "leaving the world alone when nothing is done",
     ),
     "shuffled": (
@@ -88,9 +91,7 @@ def control_actions(case: Case, control: str) -> tuple[list[str] | None, str | N
     if control == "own":
         return list(case.intervention), None
     if control == "noop":
-        name = noop_action(case)
-        if name is None:
-            return None, f"no NOOP action in {case.env}"
+        name = noop_action(case) or NO_ACTION
         return [name] * len(case.intervention), None
     if control == "shuffled":
         order = shuffled_order(case)
@@ -100,9 +101,33 @@ def control_actions(case: Case, control: str) -> tuple[list[str] | None, str | N
     raise ValueError(f"control {control!r} is not one of {', '.join(INTERVENTIONS)}")
 
 
+def scored_cases(cases: list[Case], control: str) -> list[Case]:
+    """The cases a run under ``control`` scores: one per distinct request. Under
+    ``noop`` every branch of a context sends the same request, so only each context's
+    first case (in case order) is scored; otherwise every case."""
+    if control != "noop":
+        return list(cases)
+    seen: set[str] = set()
+    out = []
+    for c in cases:
+        if c.group not in seen:
+            seen.add(c.group)
+            out.append(c)
+    return out
+
+
+def is_noop(case: Case, actions: list[str]) -> bool:
+    """Whether ``actions`` take no decision at every step (the noop control's request)."""
+    name = noop_action(case)
+    return bool(actions) and all(a in (NO_ACTION, name) for a in actions)
+
+
 def simulate(case: Case, actions: list[str]) -> list[Frame]:
-    """The simulator's frames after each of ``actions`` from the case's context state."""
+    """The simulator's frames after each of ``actions`` from the case's context state
+    (left alone, :meth:`vical.wm.sim.ContextSim.play_noop`, when they take no decision)."""
     with ContextSim(case.origin, snapshot=False) as sim:
+        if is_noop(case, actions):
+            return sim.play_noop(len(actions))
         frames, _ = sim.play(actions)
     return frames
 
@@ -118,6 +143,9 @@ def control_target(case: Case, control: str, folder: Path | None = None) -> Targ
         return Target(None, None, why)
     if control == "own" and folder is not None:
         return Target(actions, load_frames(folder, case.truth_frames))
+    if control == "noop":
+        with ContextSim(case.origin, snapshot=False) as sim:
+            return Target(actions, sim.play_noop(len(actions)))
     try:
         return Target(actions, simulate(case, actions))
     except BranchEndedError:

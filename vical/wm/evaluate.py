@@ -17,7 +17,7 @@ import functools
 import hashlib
 import json
 import os
-from collections import OrderedDict
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,9 +36,9 @@ from vical.wm.cases import (
     load_cases,
     load_frames,
 )
-from vical.wm.controls import INTERVENTIONS, TARGETS, control_target
-from vical.wm.models import WorldModel, get_wm
-from vical.wm.score import CaseScore, score_case, summarize
+from vical.wm.controls import INTERVENTIONS, TARGETS, control_target, scored_cases
+from vical.wm.models import NEEDS_CASES, WorldModel, get_wm
+from vical.wm.score import CaseScore, differ, flagged, score_case, score_context, summarize
 from vical.wm.sim import Frame
 
 MANIFEST = "manifest.json"
@@ -73,10 +73,19 @@ def case_sha256(case: Case) -> str:
     return hashlib.sha256(line.encode()).hexdigest()
 
 
-def request_for(case: Case, folder: Path, intervention: list[str] | None = None) -> Request:
-    """The model's request for a case: its own intervention unless ``intervention`` is given."""
+def opaque_id(salt: str, case_id: str) -> str:
+    """The id a request carries for a case: opaque, and fresh for every evaluation
+    (``salt``), so an endpoint cannot look a published case up by its id."""
+    return hashlib.sha256(f"vical-wm:{salt}:{case_id}".encode()).hexdigest()[:16]
+
+
+def request_for(
+    case: Case, folder: Path, intervention: list[str] | None = None, salt: str = ""
+) -> Request:
+    """The model's request for a case: its own intervention unless ``intervention`` is
+    given; the case id made opaque with ``salt`` (:func:`opaque_id`)."""
     return Request(
-        case=case.id,
+        case=opaque_id(salt, case.id),
         env=case.env,
         actions=list(case.actions),
         context=load_frames(folder, case.context_frames),
@@ -85,8 +94,10 @@ def request_for(case: Case, folder: Path, intervention: list[str] | None = None)
     )
 
 
-def prediction_names(case: Case) -> list[str]:
-    return [f"predictions/{case.id}/pred_{i + 1}.png" for i in range(len(case.intervention))]
+def prediction_names(case: Case, prefix: str = "pred") -> list[str]:
+    """A case's stored prediction files: ``pred`` under the run's intervention, ``own``
+    under the case's own intervention in a control run (the comparison's)."""
+    return [f"predictions/{case.id}/{prefix}_{i + 1}.png" for i in range(len(case.intervention))]
 
 
 def select(cases: list[Case], scenarios: Sequence[str] | None) -> list[Case]:
@@ -99,48 +110,44 @@ def select(cases: list[Case], scenarios: Sequence[str] | None) -> list[Case]:
     return [c for c in cases if c.scenario in scenarios]
 
 
-def _truths(folder: Path, cases: list[Case], all_cases: list[Case]) -> dict[str, list[Frame]]:
-    """True frames of the chosen cases and of every branch of their contexts."""
-    by_id = {c.id: c for c in all_cases}
-    need = {b for c in cases for b in c.branches}
-    return {i: load_frames(folder, by_id[i].truth_frames) for i in sorted(need)}
-
-
-def score_predictions(
+def score_group(
     folder: Path,
-    cases: list[Case],
-    all_cases: list[Case],
-    predictions: Callable[[Case], list[Frame]],
-    truths: dict[str, list[Frame]] | None = None,
-    control: str = "own",
-    targets: Callable[[Case], list[Frame]] | None = None,
+    group: list[Case],
+    control: str,
+    own: dict[str, list[Frame]],
+    truths: dict[str, list[Frame]],
+    scored: list[Case] | None = None,
+    preds: dict[str, list[Frame]] | None = None,
+    targets: dict[str, list[Frame]] | None = None,
 ) -> list[CaseScore]:
-    """Score each case's predictions against its target: the truth (``own``), else the
-    control's target (``targets``, or re-derived from the simulator)."""
-    if control != "own":
-        out = []
-        for case in cases:
-            if targets is not None:
-                frames: list[Frame] | None = targets(case)
-            else:
-                frames = control_target(case, control).frames
-            if frames is None:
-                raise ValueError(f"{case.id}: the {control} control has no target here")
-            last = load_frames(folder, case.context_frames[-1:])[0]
-            out.append(score_case(case, last, frames, predictions(case), None))
-        return out
-    truths = truths if truths is not None else _truths(folder, cases, all_cases)
+    """Score one context (``group``: its cases in branch order). ``own``: the model's
+    predictions under each case's own intervention; ``truths``: each case's true frames.
+    Under a control, ``scored`` are the cases the control scores, ``preds`` the model's
+    predictions and ``targets`` the control's targets for them; each is compared with
+    the model's own predictions (pairs of requests whose targets differ)."""
+    last = load_frames(folder, group[0].context_frames[-1:])[0]
+    if control == "own":
+        return score_context(group, last, [truths[c.id] for c in group], [own[c.id] for c in group])
+    assert scored is not None and preds is not None and targets is not None
     out = []
-    for case in cases:
-        last = load_frames(folder, case.context_frames[-1:])[0]
-        others = [truths[b] for b in case.branches if b != case.id]
-        out.append(score_case(case, last, truths[case.id], predictions(case), others))
+    for case in scored:
+        # noop: one request for the whole context, compared with every branch's; shuffled:
+        # the case's reordering compared with its own intervention
+        peers = group if control == "noop" else [case]
+        target, pred = targets[case.id], preds[case.id]
+        n = moved = 0
+        for peer in peers:
+            if differ(target, truths[peer.id]):
+                n += 1
+                moved += differ(pred, own[peer.id])
+        out.append(score_case(case, last, target, pred, None, None, (n, moved)))
     return out
 
 
 def summary_of(manifest: dict[str, Any], scores: list[CaseScore]) -> dict[str, Any]:
     """A run's summary: the model, its control intervention and target, the unavailable
-    cases by scenario, and the means and intervals of :func:`summarize`."""
+    cases by scenario, the means and intervals of :func:`summarize`, and whether the
+    predictions look action-blind (:func:`vical.wm.score.flagged`)."""
     control = manifest.get("control", "own")
     unavailable: dict[str, dict[str, Any]] = {}
     for cid, why in sorted((manifest.get("unavailable") or {}).items()):
@@ -148,7 +155,7 @@ def summary_of(manifest: dict[str, Any], scores: list[CaseScore]) -> dict[str, A
         entry["cases"] += 1
         if why not in entry["reasons"]:
             entry["reasons"].append(why)
-    return {
+    out = {
         "model": manifest["model"],
         "control": control,
         "target": TARGETS[control][0],
@@ -156,13 +163,13 @@ def summary_of(manifest: dict[str, Any], scores: list[CaseScore]) -> dict[str, A
         "unavailable": unavailable,
         **summarize(scores),
     }
+    out["flag"] = flagged(out)
+    return out
 
 
 # -- pool jobs: one context's cases each ----------------------------------------------
 _MODEL: list[WorldModel] = []  # the model this process's jobs predict with (set per run)
 _CASES: dict[tuple[str, str], dict[str, Case]] = {}  # the case folder last read here
-_TRUTHS: OrderedDict[str, dict[str, list[Frame]]] = OrderedDict()  # by context (group)
-TRUTHS_KEPT = 4
 
 
 def _use_model(model: WorldModel | None) -> None:
@@ -176,29 +183,13 @@ def _cases_by_id(folder: str) -> dict[str, Case]:
     key = (folder, cases_digest(Path(folder)))
     if key not in _CASES:
         _CASES.clear()
-        _TRUTHS.clear()
         _CASES[key] = {c.id: c for c in load_cases(Path(folder))}
     return _CASES[key]
 
 
-def _context_truths(folder: str, cases: list[Case]) -> dict[str, list[Frame]]:
-    """The true frames of every branch of the cases' contexts, each context's decoded
-    once per process while its cases come (the last :data:`TRUTHS_KEPT` are kept)."""
-    by_id = _cases_by_id(folder)
-    out: dict[str, list[Frame]] = {}
-    for group in dict.fromkeys(c.group for c in cases):
-        if group not in _TRUTHS:
-            branches = next(c.branches for c in cases if c.group == group)
-            _TRUTHS[group] = {b: load_frames(Path(folder), by_id[b].truth_frames) for b in branches}
-            while len(_TRUTHS) > TRUTHS_KEPT:
-                _TRUTHS.popitem(last=False)
-        out.update(_TRUTHS[group])
-    return out
-
-
 @dataclass(frozen=True)
 class _TargetJob:
-    """The control targets of one context's cases."""
+    """The control targets of one context's scored cases."""
 
     folder: str
     control: str
@@ -225,76 +216,112 @@ def _target_job(job: _TargetJob) -> list[_TargetOut]:
 
 @dataclass(frozen=True)
 class _ScoreJob:
-    """Predict (with this process's model) or read the stored predictions of one
-    context's cases, then score them."""
+    """One context: predict (with this process's model) or read the stored predictions,
+    then score. ``group``: the context's cases; ``scored``: those the run scores (a
+    control's, with their ``actions`` and ``targets``)."""
 
     folder: str
     control: str
-    cases: tuple[str, ...]
-    actions: tuple[tuple[str, ...], ...] | None = None  # given: predict with these
-    targets: tuple[tuple[bytes, ...], ...] | None = None  # a control's targets (PNG)
-    run: str | None = None  # without actions: the run folder holding the predictions
+    group: tuple[str, ...]
+    scored: tuple[str, ...]
+    actions: tuple[tuple[str, ...], ...] = ()  # a control's actions for the scored cases
+    targets: tuple[tuple[bytes, ...], ...] = ()  # a control's targets (PNG)
+    predict: bool = True  # False: read the predictions stored in ``run``
+    run: str | None = None
+    salt: str = ""
 
 
 @dataclass(frozen=True)
 class _ScoreOut:
     case: str
-    predictions: list[bytes] | None  # PNG, when this job predicted them
+    files: dict[str, bytes]  # prediction files (PNG) by run-relative name, when predicted
     score: CaseScore
+
+
+def _predict(case: Case, folder: Path, actions: list[str], salt: str) -> list[bytes]:
+    model = _MODEL[0]
+    frames = model.predict(request_for(case, folder, actions, salt), case)
+    if len(frames) != len(actions):
+        raise ValueError(
+            f"{case.id}: {model.name} returned {len(frames)} frames for {len(actions)} actions"
+        )
+    return [encode_png(np.asarray(f, dtype=np.uint8)) for f in frames]
 
 
 def _score_job(job: _ScoreJob) -> list[_ScoreOut]:
     folder = Path(job.folder)
     by_id = _cases_by_id(job.folder)
-    cases = [by_id[i] for i in job.cases]
-    pngs: dict[str, list[bytes]] = {}
-    sizes: dict[str, tuple[int, int]] = {}
-    for k, case in enumerate(cases):
-        if job.actions is None:  # stored predictions: each must have the truth's size
+    group = [by_id[i] for i in job.group]
+    scored = [by_id[i] for i in job.scored]
+    control = job.control
+    files: dict[str, bytes] = {}
+    own_prefix = "pred" if control == "own" else "own"
+    for case in group:  # the model's own predictions of every branch
+        names = prediction_names(case, own_prefix)
+        if job.predict:
+            files.update(
+                zip(names, _predict(case, folder, case.intervention, job.salt), strict=True)
+            )
+        else:
+            files.update({n: (Path(str(job.run)) / n).read_bytes() for n in names})
+    if control != "own":
+        for k, case in enumerate(scored):
+            names = prediction_names(case)
+            if job.predict:
+                pngs = _predict(case, folder, list(job.actions[k]), job.salt)
+                files.update(zip(names, pngs, strict=True))
+            else:
+                files.update({n: (Path(str(job.run)) / n).read_bytes() for n in names})
+
+    def frames(case: Case, prefix: str) -> list[Frame]:
+        # scored from the stored bytes, so a re-score of the run finds the same numbers;
+        # stored predictions must have the truth's size (checked before decoding)
+        size = None
+        if not job.predict:
             from vical.bounded import image_header
 
-            run = Path(str(job.run))
-            pngs[case.id] = [(run / n).read_bytes() for n in prediction_names(case)]
-            sizes[case.id] = image_header((folder / case.truth_frames[0]).read_bytes(), "PNG")
-            continue
-        model = _MODEL[0]
-        frames = model.predict(request_for(case, folder, list(job.actions[k])), case)
-        if len(frames) != len(case.intervention):
-            raise ValueError(
-                f"{case.id}: {model.name} returned {len(frames)} frames for "
-                f"{len(case.intervention)} actions"
-            )
-        pngs[case.id] = [encode_png(np.asarray(f, dtype=np.uint8)) for f in frames]
-    # scored from the stored bytes, so a re-score of the run finds the same numbers
-    preds: dict[str, list[Frame]] = {}
-    for cid, data in pngs.items():
-        preds[cid] = []
-        for i, d in enumerate(data, start=1):
+            size = image_header((folder / case.truth_frames[0]).read_bytes(), "PNG")
+        out = []
+        for n in prediction_names(case, prefix):
             try:
-                preds[cid].append(decode_png(d, sizes.get(cid)))
+                out.append(decode_png(files[n], size))
             except ValueError as e:
-                raise ValueError(f"{cid}: prediction pred_{i}.png: {e}") from None
-    if job.targets is not None:
-        targets = {
-            cid: [decode_png(d) for d in t] for cid, t in zip(job.cases, job.targets, strict=True)
-        }
-        scores = score_predictions(
-            folder,
-            cases,
-            list(by_id.values()),
-            lambda c: preds[c.id],
-            control=job.control,
-            targets=lambda c: targets[c.id],
-        )
+                raise ValueError(f"{case.id}: prediction {n.rsplit('/', 1)[1]}: {e}") from None
+        return out
+
+    own = {c.id: frames(c, own_prefix) for c in group}
+    truths = {c.id: load_frames(folder, c.truth_frames) for c in group}
+    if control == "own":
+        scores = score_group(folder, group, control, own, truths)
     else:
-        truths = _context_truths(job.folder, cases) if job.control == "own" else None
-        scores = score_predictions(
-            folder, cases, list(by_id.values()), lambda c: preds[c.id], truths, job.control
-        )
-    return [
-        _ScoreOut(c.id, None if job.actions is None else pngs[c.id], s)
-        for c, s in zip(cases, scores, strict=True)
-    ]
+        if job.predict:
+            targets = {
+                c.id: [decode_png(d) for d in t] for c, t in zip(scored, job.targets, strict=True)
+            }
+        else:
+            targets = {c.id: _target(c, control) for c in scored}
+        preds = {c.id: frames(c, "pred") for c in scored}
+        scores = score_group(folder, group, control, own, truths, scored, preds, targets)
+    out = []
+    for case, s in zip(group if control == "own" else scored, scores, strict=True):
+        mine = {n: d for n, d in files.items() if n.startswith(f"predictions/{case.id}/")}
+        out.append(_ScoreOut(case.id, mine if job.predict else {}, s))
+    if control != "own" and job.predict:  # the own predictions of branches not scored
+        rest = {
+            n: d
+            for n, d in files.items()
+            if not any(n.startswith(f"predictions/{c.id}/") for c in scored)
+        }
+        if rest:
+            out[0] = _ScoreOut(out[0].case, {**out[0].files, **rest}, out[0].score)
+    return out
+
+
+def _target(case: Case, control: str) -> list[Frame]:
+    frames = control_target(case, control).frames
+    if frames is None:
+        raise ValueError(f"{case.id}: the {control} control has no target here")
+    return frames
 
 
 def _groups(cases: list[Case]) -> list[list[Case]]:
@@ -333,6 +360,16 @@ def _run_jobs(
         _use_model(None)
 
 
+def _whole_contexts(chosen: list[Case], all_cases: list[Case]) -> None:
+    """Refuse a selection that cuts a context (its branches are scored together)."""
+    sizes: dict[str, int] = {}
+    for c in chosen:
+        sizes[c.group] = sizes.get(c.group, 0) + 1
+    for c in all_cases:
+        if c.group in sizes and sizes[c.group] != len(c.branches):
+            raise ValueError(f"context {c.group}: only {sizes[c.group]} of its branches chosen")
+
+
 def evaluate(
     model: WorldModel | str,
     cases_dir: Path,
@@ -342,44 +379,48 @@ def evaluate(
     control: str = "own",
     workers: int = 1,
     pool: Pool | None = None,
+    salt: str | None = None,
 ) -> dict[str, Any]:
     """Run ``model`` on the cases, store its predictions, score them; return the summary.
 
-    ``control``: the intervention the model is given (:mod:`vical.wm.controls`);
-    cases for which the control has no target are listed, not predicted. The work
+    ``control``: the intervention the model is given (:mod:`vical.wm.controls`); a
+    control run also asks the model for every case's own intervention, which its
+    control predictions are compared with (``response``). Requests name their case by
+    an opaque id made with ``salt`` (default: fresh random bytes, so a run's requests
+    name no case a second run could recognise; it changes no stored byte). The work
     runs as jobs of ``pool`` on ``workers`` processes (``vical wm eval -j`` passes
     :func:`vical.run.pool.run_pool`; default: one at a time here): a control's
     targets first, one job per context (the manifest names them before any
-    prediction), then one job per case that predicts and scores it (a worker
-    decodes a context's true frames once for its cases). Files are written by this process only,
-    each whole or not at all, and the scores and summary last, in case order: the
-    same bytes whatever the pool, for a model that answers the same each time.
+    prediction), then one job per context that predicts and scores its cases.
+    Files are written by this process only, each whole or not at all, and the scores
+    and summary last, in case order: the same bytes whatever the pool, for a model
+    that answers the same each time.
     """
     if control not in INTERVENTIONS:
         raise ValueError(f"control {control!r} is not one of {', '.join(INTERVENTIONS)}")
     cases_dir, out = Path(cases_dir), Path(out)
     all_cases = load_cases(cases_dir)
     chosen = select(all_cases, scenarios)
+    _whole_contexts(chosen, all_cases)
+    salt = secrets.token_hex(16) if salt is None else salt
     if isinstance(model, str):
-        kwargs: dict[str, Any] = {}
-        if model == "branch-swap":
-            kwargs["interventions"] = {c.id: list(c.intervention) for c in all_cases}
-        model = get_wm(model, **kwargs)
+        model = make_wm(model, all_cases, cases_dir)
     folder = str(cases_dir)
     try:
         # every control's actions and target are fixed before the model sees a case
         targets: dict[str, _TargetOut] = {}
+        candidates = scored_cases(chosen, control)
         if control == "own":
-            for c in chosen:
+            for c in candidates:
                 targets[c.id] = _TargetOut(c.id, list(c.intervention), None, None)
         else:
             target_jobs = [
-                _TargetJob(folder, control, tuple(c.id for c in g)) for g in _groups(chosen)
+                _TargetJob(folder, control, tuple(c.id for c in g)) for g in _groups(candidates)
             ]
             _run_jobs(
                 pool, _target_job, target_jobs, workers, lambda t: targets.__setitem__(t.case, t)
             )
-        cases = [c for c in chosen if targets[c.id].actions is not None]
+        cases = [c for c in candidates if targets[c.id].actions is not None]
         if control != "own":
             cases = [c for c in cases if targets[c.id].frames is not None]
         out.mkdir(parents=True, exist_ok=True)
@@ -388,14 +429,15 @@ def evaluate(
             "cases_sha256": cases_digest(cases_dir),
             "cases": [c.id for c in cases],
             "case_sha256": {c.id: case_sha256(c) for c in cases},
-            "format": 1,
+            "format": 2,
         }
         if control != "own":
             manifest["control"] = control
+            manifest["compared"] = [c.id for c in chosen if any(c.group == k.group for k in cases)]
             manifest["interventions"] = {c.id: targets[c.id].actions for c in cases}
             manifest["unavailable"] = {
                 c.id: targets[c.id].unavailable
-                for c in chosen
+                for c in candidates
                 if targets[c.id].actions is None or targets[c.id].frames is None
             }
         # an earlier run's scores must not pass for this one's if it is interrupted
@@ -405,23 +447,43 @@ def evaluate(
         scores: dict[str, CaseScore] = {}
 
         def store(item: _ScoreOut) -> None:
-            case = by_id[item.case]
-            for name, data in zip(prediction_names(case), item.predictions or [], strict=True):
+            for name, data in sorted(item.files.items()):
                 _write(out / name, data)
             scores[item.case] = item.score
             if progress is not None:
                 progress(len(scores), len(cases), item.case)
 
-        by_id = {c.id: c for c in cases}
+        scored_ids = {c.id for c in cases}
         jobs = []
-        for c in cases:  # one job a case: predictions are stored as they come
-            frames = None if control == "own" else (tuple(targets[c.id].frames or ()),)
-            actions = (tuple(targets[c.id].actions or ()),)
-            jobs.append(_ScoreJob(folder, control, (c.id,), actions, frames))
+        for g in _groups(chosen):
+            mine = [c for c in g if c.id in scored_ids]
+            if not mine:
+                continue
+            jobs.append(
+                _ScoreJob(
+                    folder,
+                    control,
+                    tuple(c.id for c in g),
+                    tuple(c.id for c in mine),
+                    tuple(tuple(targets[c.id].actions or ()) for c in mine),
+                    tuple(tuple(targets[c.id].frames or ()) for c in mine),
+                    salt=salt,
+                )
+            )
         _run_jobs(pool, _score_job, jobs, workers, store, model)
     finally:
         model.close()
     return _write_scores(out, manifest, [scores[c.id] for c in cases])
+
+
+def make_wm(name: str, all_cases: list[Case], cases_dir: Path) -> WorldModel:
+    """A registered world model by name, given what the reference models need (every
+    case's intervention, the case folder)."""
+    kwargs: dict[str, Any] = {}
+    if name in NEEDS_CASES:
+        kwargs["cases"] = all_cases
+        kwargs["folder"] = cases_dir
+    return get_wm(name, **kwargs)
 
 
 def _write_scores(run: Path, manifest: dict[str, Any], scores: list[CaseScore]) -> dict[str, Any]:
@@ -436,19 +498,40 @@ def load_predictions(run: Path, case: Case) -> list[Frame]:
     return [decode_png((Path(run) / n).read_bytes()) for n in prediction_names(case)]
 
 
+def _stored_jobs(
+    run: Path, cases_dir: Path, manifest: dict[str, Any]
+) -> tuple[list[Case], list[_ScoreJob]]:
+    """The scored cases of a run and the jobs that re-score them from its stored files."""
+    all_cases = load_cases(cases_dir)
+    by_id = {c.id: c for c in all_cases}
+    cases = [by_id[i] for i in manifest["cases"]]
+    control = manifest.get("control", "own")
+    scored = {c.id for c in cases}
+    group_ids = {c.group for c in cases}
+    chosen = [c for c in all_cases if c.group in group_ids]
+    jobs = [
+        _ScoreJob(
+            str(cases_dir),
+            control,
+            tuple(c.id for c in g),
+            tuple(c.id for c in g if c.id in scored),
+            predict=False,
+            run=str(run),
+        )
+        for g in _groups(chosen)
+    ]
+    return cases, jobs
+
+
 def score_run(
     run: Path, cases_dir: Path, workers: int = 1, pool: Pool | None = None
 ) -> dict[str, Any]:
     """Score a run's stored predictions against the case folder's truth (a control's
     target re-derived from the simulator); write the results. One job of ``pool`` per
-    case, as in :func:`evaluate`."""
+    context, as in :func:`evaluate`."""
     run = Path(run)
     manifest = json.loads((run / MANIFEST).read_text())
-    all_cases = load_cases(cases_dir)
-    by_id = {c.id: c for c in all_cases}
-    cases = [by_id[i] for i in manifest["cases"]]
-    control = manifest.get("control", "own")
-    jobs = [_ScoreJob(str(cases_dir), control, (c.id,), run=str(run)) for c in cases]
+    cases, jobs = _stored_jobs(run, cases_dir, manifest)
     scores: dict[str, CaseScore] = {}
     _run_jobs(pool, _score_job, jobs, workers, lambda s: scores.__setitem__(s.case, s.score))
     return _write_scores(run, manifest, [scores[c.id] for c in cases])
@@ -507,14 +590,14 @@ def rescore(run: Path, cases_dir: Path, workers: int = 1, pool: Pool | None = No
         problems = _control_problems(manifest, cases, by_id, control)
         if problems:
             return problems
-    else:  # scored against the stored truth: it must be the simulator's
-        need = sorted({b for c in cases for b in c.branches})
-        replayed: dict[str, str | None] = {}
-        replays = [_ReplayJob(str(cases_dir), cid) for cid in need]
-        _run_jobs(pool, _replay_job, replays, workers, lambda r: replayed.__setitem__(*r))
-        problems += [f"{cid}: {replayed[cid]}" for cid in need if replayed[cid] is not None]
+    # scored against the stored truth of every branch: it must be the simulator's
+    need = sorted({b for c in cases for b in c.branches})
+    replayed: dict[str, str | None] = {}
+    replays = [_ReplayJob(str(cases_dir), cid) for cid in need]
+    _run_jobs(pool, _replay_job, replays, workers, lambda r: replayed.__setitem__(*r))
+    problems += [f"{cid}: {replayed[cid]}" for cid in need if replayed[cid] is not None]
     scores: dict[str, CaseScore] = {}
-    jobs = [_ScoreJob(str(cases_dir), control, (c.id,), run=str(run)) for c in cases]
+    _, jobs = _stored_jobs(run, cases_dir, manifest)
     _run_jobs(pool, _score_job, jobs, workers, lambda s: scores.__setitem__(s.case, s.score))
     fresh = {c.id: scores[c.id].model_dump() for c in cases}
     return problems + _check_stored(run, manifest, fresh)

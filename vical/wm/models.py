@@ -7,7 +7,8 @@ per action of the intervention. Classes are registered by name with
 :func:`register_wm` (as agent backends are) and made with :func:`get_wm`, which
 also takes ``package.module:Class`` for a class outside vical.
 
-The control models ship as world models and appear in every table:
+The reference models ship as world models (``--wm NAME``); the first three are
+the controls:
 
 - ``copy-last``: every predicted frame is the last context frame (persistence;
   the skill scores of :mod:`vical.wm.score` put it at 0 by construction);
@@ -16,6 +17,13 @@ The control models ship as world models and appear in every table:
   interventions rotated by one), a perfect simulator given the wrong actions;
 - ``simulator``: the simulator playing the intervention it is given, the
   ceiling (100 on every skill score by construction).
+
+The adversarial references (:data:`ADVERSARIES`) are built to climb a careless
+index without the action: ``fixed-action`` (the simulator under one fixed
+action), ``all-action-average`` (the mean of the simulator's frames over every
+action), ``other-case`` (another context's truth), ``context-mean``,
+``blurred-copy-last`` and ``blurred-truth`` (the simulator's frames blurred: the
+one among them that follows the action). ``docs/wm-index.md`` gives their scores.
 
 The no-op and shuffled-action controls are interventions any model can be run
 under, each with its own target (:mod:`vical.wm.controls`). ``branch-swap`` and
@@ -96,6 +104,35 @@ def get_wm(name: str, **kwargs: Any) -> WorldModel:
 
 
 CONTROLS = ("copy-last", "branch-swap", "simulator")
+# the adversarial reference models: each can climb a careless index without the action
+ADVERSARIES = (
+    "fixed-action",
+    "all-action-average",
+    "other-case",
+    "context-mean",
+    "blurred-copy-last",
+    "blurred-truth",
+)
+REFERENCES = CONTROLS + ADVERSARIES
+# the reference models built with the case set (its interventions and folder)
+NEEDS_CASES = ("branch-swap", "other-case")
+BLUR_RADIUS = 1.0
+
+
+def blur(frame: npt.NDArray[np.uint8], radius: float = BLUR_RADIUS) -> npt.NDArray[np.uint8]:
+    """A frame through Pillow's Gaussian blur of ``radius`` pixels."""
+    from PIL import Image, ImageFilter
+
+    im = Image.fromarray(np.ascontiguousarray(frame, dtype=np.uint8), "RGB")
+    return np.asarray(im.filter(ImageFilter.GaussianBlur(radius)), dtype=np.uint8).copy()
+
+
+def simulate_request(case: Case, intervention: list[str]) -> list[npt.NDArray[np.uint8]]:
+    """The simulator's frames for ``intervention`` from the case's context state (left
+    alone when it takes no decision: the no-op control's target)."""
+    from vical.wm.controls import simulate
+
+    return simulate(case, intervention)
 
 
 @register_wm("copy-last")
@@ -116,11 +153,11 @@ def swapped_intervention(case: Case, interventions: dict[str, list[str]]) -> lis
 class BranchSwap(WorldModel):
     """The simulator playing another branch's intervention from the context state.
 
-    ``interventions``: every case's intervention by id (the evaluation passes it).
+    ``cases``: the case set (the evaluation passes it), for every case's intervention.
     """
 
-    def __init__(self, interventions: dict[str, list[str]] | None = None):
-        self.interventions = interventions or {}
+    def __init__(self, cases: list[Case] | None = None, folder: Any = None):
+        self.interventions = {c.id: list(c.intervention) for c in cases or []}
 
     def predict(self, request: Request, case: Case) -> list[npt.NDArray[np.uint8]]:
         actions = swapped_intervention(case, self.interventions)
@@ -134,9 +171,111 @@ class Simulator(WorldModel):
     """The simulator playing the intervention it is given: the ceiling."""
 
     def predict(self, request: Request, case: Case) -> list[npt.NDArray[np.uint8]]:
+        return simulate_request(case, list(request.intervention))
+
+
+@register_wm("fixed-action")
+class FixedAction(WorldModel):
+    """The simulator under one fixed action whatever it is asked: left alone (its NOOP)
+    where the game has one, else the vocabulary's first action held (an ending holds
+    its last frame). Action-blind by construction."""
+
+    def predict(self, request: Request, case: Case) -> list[npt.NDArray[np.uint8]]:
+        h = len(request.intervention)
         with ContextSim(case.origin, snapshot=False) as sim:
-            frames, _ = sim.play(request.intervention)
+            if sim.env.noop is not None:
+                return sim.play_noop(h)
+            frames, _ = sim.play([request.actions[0]] * h, hold_end=True)
         return frames
+
+
+@register_wm("all-action-average")
+class AllActionAverage(WorldModel):
+    """The per-pixel mean, at each step, of the simulator's frames under every action of
+    the vocabulary held (an ending holds its last frame). Action-blind by construction;
+    the answer of a model that averages over what it cannot tell apart."""
+
+    def __init__(self) -> None:
+        self._last: tuple[Any, list[npt.NDArray[np.uint8]]] | None = None
+
+    def predict(self, request: Request, case: Case) -> list[npt.NDArray[np.uint8]]:
+        h = len(request.intervention)
+        key = (case.origin, h, tuple(request.actions))
+        if self._last is not None and self._last[0] == key:  # a context's branches
+            return [f.copy() for f in self._last[1]]
+        with ContextSim(case.origin) as sim:
+            runs = [sim.play([a] * h, hold_end=True)[0] for a in request.actions]
+        mean = [
+            np.rint(np.mean([r[t].astype(np.float64) for r in runs], axis=0)).astype(np.uint8)
+            for t in range(h)
+        ]
+        self._last = (key, mean)
+        return [f.copy() for f in mean]
+
+
+@register_wm("other-case")
+class OtherCase(WorldModel):
+    """Another case's truth: the same branch of the next context of the same environment
+    in the case set (of the scenario, then of any, when it has no other context; a
+    frame size that does not match is scored as a wrong frame). Real frames of the
+    right game, unrelated to this context."""
+
+    def __init__(self, cases: list[Case] | None = None, folder: Any = None):
+        self.cases = list(cases or [])
+        self.folder = folder
+
+    def _other(self, case: Case) -> Case:
+        groups = list(dict.fromkeys(c.group for c in self.cases))
+        for pool in (
+            [c for c in self.cases if c.env == case.env],
+            [c for c in self.cases if c.scenario == case.scenario],
+            self.cases,
+        ):
+            mine = [g for g in groups if any(c.group == g for c in pool)]
+            if len(mine) > 1:
+                nxt = (
+                    mine[(mine.index(case.group) + 1) % len(mine)]
+                    if case.group in mine
+                    else mine[0]
+                )
+                same = [c for c in pool if c.group == nxt]
+                return same[min(case.branch, len(same) - 1)]
+        raise ValueError(f"{case.id}: the case set has no other context for other-case")
+
+    def predict(self, request: Request, case: Case) -> list[npt.NDArray[np.uint8]]:
+        from vical.wm.cases import load_frames
+
+        other = self._other(case)
+        frames = load_frames(self.folder, other.truth_frames)
+        h = len(request.intervention)
+        return [frames[min(i, len(frames) - 1)] for i in range(h)]
+
+
+@register_wm("context-mean")
+class ContextMean(WorldModel):
+    """The per-pixel mean of the context frames, once per action (request only)."""
+
+    def predict(self, request: Request, case: Case) -> list[npt.NDArray[np.uint8]]:
+        mean = np.rint(np.mean([f.astype(np.float64) for f in request.context], axis=0))
+        return [mean.astype(np.uint8) for _ in request.intervention]
+
+
+@register_wm("blurred-copy-last")
+class BlurredCopyLast(WorldModel):
+    """The last context frame blurred (radius :data:`BLUR_RADIUS`), once per action."""
+
+    def predict(self, request: Request, case: Case) -> list[npt.NDArray[np.uint8]]:
+        frame = blur(request.context[-1])
+        return [frame.copy() for _ in request.intervention]
+
+
+@register_wm("blurred-truth")
+class BlurredTruth(WorldModel):
+    """The simulator's frames for the intervention given, blurred (radius
+    :data:`BLUR_RADIUS`): every action's effect right, every frame slightly soft."""
+
+    def predict(self, request: Request, case: Case) -> list[npt.NDArray[np.uint8]]:
+        return [blur(f) for f in simulate_request(case, list(request.intervention))]
 
 
 @register_wm("http")

@@ -3,12 +3,17 @@
 ``POST <endpoint>/v1/wm/predict`` with ``Content-Type: application/json``::
 
     {"protocol": "vical-wm/1",
-     "case": "grid-navigation/007",          # the case id (for logs only)
+     "case": "3f9c0a1d2b7e4c55",             # an opaque id (for logs only)
      "env": "taxi",                           # the environment key
      "actions": ["Down", "Up", ...],          # the environment's action vocabulary
      "context": {"frames": ["<base64 PNG>", ...],   # oldest first, last = now
                  "actions": ["Up", ...]},          # action i leads from frame i to i+1
      "intervention": ["Right", "Right", ...]}       # the actions to predict, in order
+
+``case`` is an opaque id, fresh for every evaluation (it names no published case).
+An intervention entry may be ``"(no action)"`` (:data:`vical.wm.cases.NO_ACTION`):
+no decision is taken at that step (the no-op control, in a game without a NOOP
+action: such a world changes only when a decision is taken).
 
 The reply (status 200)::
 
@@ -29,7 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from vical.wm.cases import Request, decode_png, encode_png
+from vical.wm.cases import NO_ACTION, Request, decode_png, encode_png
 
 PROTOCOL = "vical-wm/1"
 PATH = "/v1/wm/predict"
@@ -73,7 +78,7 @@ def parse_request(body: dict[str, Any]) -> Request:
         raise ProtocolError(f"malformed world-model request: {e}") from e
     if not req.context:
         raise ProtocolError("a world-model request needs at least one context frame")
-    unknown = [a for a in req.intervention if a not in req.actions]
+    unknown = [a for a in req.intervention if a not in req.actions and a != NO_ACTION]
     if unknown:
         raise ProtocolError(f"intervention actions {unknown} are not in the vocabulary")
     return req

@@ -1,14 +1,13 @@
 """World-model tables: the controls and their targets, the index, one table per scenario.
 
-Each row is a run (a model or a control model, under the case's own intervention
-or a control intervention); its cells are the scenario's means with their 95%
-environment-clustered intervals. The skill scores come first (relative to
-persistence: copy-last 0, the simulator 100, below 0 shown as it is); raw SSIM
-and PSNR follow as secondary columns; counterfactual discrimination is its own
-column. A part a run does not score is ``n/a``; a skill mean that leaves cases
-out (copy-last already exact: nothing to predict) says how many. A scenario whose
-every case the run's control has no target for says why instead of a number.
-Runs are listed in the order given.
+Each row is a run (a model or a reference model, under the case's own
+intervention or a control intervention). The index table gives each column's
+mean of the scenario values with its 95% interval (:func:`vical.wm.score.summarize`);
+the scenario tables are descriptive, with the range of their environments'
+values. The WM index (the action skill) comes first, then the MSE skill, the share of
+differing futures the model tells apart (a run below the floor is flagged), and
+the descriptive columns (counterfactual, specification, case score, SSIM, PSNR).
+A part a run does not score is ``n/a``. Runs are listed in the order given.
 """
 
 from __future__ import annotations
@@ -19,17 +18,18 @@ from typing import Any
 
 from vical.wm.controls import TARGETS
 from vical.wm.evaluate import SUMMARY
-from vical.wm.models import CONTROLS
-from vical.wm.score import PARTS
+from vical.wm.models import ADVERSARIES, CONTROLS
+from vical.wm.score import COLUMNS as PARTS
 
 COLUMNS = {
-    "ssim_skill": "SSIM skill",
-    "psnr_skill": "PSNR skill",
+    "action_skill": "WM index (action skill)",
+    "mse_skill": "MSE skill",
+    "response": "responds (%)",
     "counterfactual": "counterfactual",
     "spec": "specification",
     "score": "case score",
-    "fidelity": "SSIM (raw)",
-    "psnr": "PSNR dB (raw)",
+    "fidelity": "SSIM x100",
+    "psnr": "PSNR dB",
 }
 
 # the control models: what each predicts, its target, what it tests
@@ -52,6 +52,42 @@ CONTROL_MODELS = (
         "the case's truth",
         "a perfect simulator given the wrong actions: counterfactual discrimination",
     ),
+    (
+        "fixed-action",
+        "the simulator's frames under one fixed action (its NOOP, else the first action)",
+        "the case's truth",
+        "action-blind: at most 0 on the index",
+    ),
+    (
+        "all-action-average",
+        "the per-pixel mean of the simulator's frames under every action",
+        "the case's truth",
+        "action-blind: at most 0 on the index",
+    ),
+    (
+        "other-case",
+        "another context's true frames (same branch, same game)",
+        "the case's truth",
+        "real frames of the wrong situation",
+    ),
+    (
+        "context-mean",
+        "the per-pixel mean of the context frames",
+        "the case's truth",
+        "action-blind: at most 0 on the index",
+    ),
+    (
+        "blurred-copy-last",
+        "the last context frame blurred (radius 1)",
+        "the case's truth",
+        "action-blind: at most 0 on the index",
+    ),
+    (
+        "blurred-truth",
+        "the simulator's frames blurred (radius 1)",
+        "the run's target",
+        "every action right, every frame soft: above every action-blind model",
+    ),
 )
 
 
@@ -65,24 +101,31 @@ def load_summary(run: Path) -> dict[str, Any]:
     return data
 
 
-def _cell(entry: dict[str, Any], cases: int) -> str:
+def _cell(entry: dict[str, Any], cases: int, interval: bool) -> str:
+    """``mean [95% interval]`` (the index) or ``mean (environments' lowest to highest)``
+    (a scenario, descriptive); ``n/a`` where the run has no value."""
     if entry["mean"] is None:
         return "n/a"
-    lo, hi = entry["ci95"]
-    text = f"{entry['mean']:.1f} [{lo:.1f}, {hi:.1f}]"
+    text = f"{entry['mean']:.1f}"
+    lo, hi = entry["ci95"] if interval else entry.get("range", [None, None])
+    if lo is not None and hi is not None:
+        text += f" [{lo:.1f}, {hi:.1f}]" if interval else f" ({lo:.1f} to {hi:.1f})"
     n = entry.get("n", cases)
-    return text if n >= cases else f"{text} ({cases - n} excluded)"
+    return text if n >= cases else f"{text} ({cases - n} without)"
 
 
 def _label(summary: dict[str, Any]) -> str:
     model = str(summary["model"])
-    label = f"{model} (control)" if model in CONTROLS else model
+    kind = "control" if model in CONTROLS else "reference" if model in ADVERSARIES else None
+    label = f"{model} ({kind})" if kind else model
     control = summary.get("control", "own")
-    return label if control == "own" else f"{label}, {control} intervention"
+    label = label if control == "own" else f"{label}, {control} intervention"
+    return label + (" **FLAGGED**" if summary.get("flag") else "")
 
 
-def _row(summary: dict[str, Any], entry: dict[str, Any], cases: int) -> str:
-    return f"| {_label(summary)} | " + " | ".join(_cell(entry[p], cases) for p in PARTS) + " |"
+def _row(summary: dict[str, Any], entry: dict[str, Any], cases: int, interval: bool) -> str:
+    cells = " | ".join(_cell(entry[p], cases, interval) for p in PARTS)
+    return f"| {_label(summary)} | {cells} |"
 
 
 def report_markdown(runs: list[Path]) -> str:
@@ -95,7 +138,7 @@ def report_markdown(runs: list[Path]) -> str:
         + "---|" * len(PARTS)
         + "\n"
     )
-    out = ["# World-model results", "", "Means with 95% intervals (environments resampled)."]
+    out = ["# World-model results", ""]
     out += ["", "## Controls and their targets", ""]
     out += ["| control | predicts | target | tests |", "|---|---|---|---|"]
     for name, predicts, target, tests in CONTROL_MODELS:
@@ -111,13 +154,24 @@ def report_markdown(runs: list[Path]) -> str:
         "",
         "## Index (mean of the scenario means)",
         "",
-        "Skill = 100 (m - m(copy-last)) / (m(simulator) - m(copy-last)) per case: "
-        "copy-last 0, simulator 100.",
+        "WM index = action skill: squared errors of the branch-to-branch differences, "
+        "pooled over a scenario's cases before the ratio (copy-last 0, simulator 100, any "
+        "action-blind model exactly 0). MSE skill: the same over whole frames (an "
+        "action-blind model can climb it). 95% intervals: stratified "
+        "delete-one-environment jackknife, t quantile.",
         "",
         header.rstrip("\n"),
     ]
     for s in summaries:
-        out.append(_row(s, s["index"], s["cases"]))
+        out.append(_row(s, s["index"], s["cases"], True))
+    flags = [f"- {_label(s)}: {s['flag']}" for s in summaries if s.get("flag")]
+    if flags:
+        out += ["", "Flagged runs:", "", *flags]
+    out += [
+        "",
+        "Scenario rows are descriptive: a scenario has two to four environments, too few "
+        "for an interval; in parentheses, its environments' lowest and highest values.",
+    ]
     scenarios = sorted(
         {sc for s in summaries for sc in s["scenarios"]}
         | {sc for s in summaries for sc in s.get("unavailable", {})}
@@ -131,7 +185,7 @@ def report_markdown(runs: list[Path]) -> str:
                 why = "; ".join(missing["reasons"]) if missing else "not run"
                 out.append(f"| {_label(s)} | {why} |" + " |" * (len(PARTS) - 1))
                 continue
-            row = _row(s, entry, entry["cases"])
+            row = _row(s, entry, entry["cases"], False)
             if missing:
                 row += f" {missing['cases']} case(s) without a target: " + "; ".join(
                     missing["reasons"]

@@ -133,34 +133,41 @@ class ContextSim:
         return sim_state(self.env)
 
     def play(
-        self, actions: Sequence[str], with_states: bool = False
+        self, actions: Sequence[str], with_states: bool = False, hold_end: bool = False
     ) -> tuple[list[Frame], list[dict[str, Any]]]:
         """Frames (and, with ``with_states``, simulator states) after each action.
 
-        Raises :class:`BranchEndedError` when the episode ends before the last action.
+        Raises :class:`BranchEndedError` when the episode ends before the last action;
+        with ``hold_end`` its last frame stands for the remaining actions instead (the
+        reference world models' rollouts, which any action may end).
         """
         self._to_context()
         frames: list[Frame] = []
         states: list[dict[str, Any]] = []
         for i, name in enumerate(actions):
+            if hold_end and frames and self.env.done:
+                frames.append(frames[-1].copy())
+                continue
             step = self.env.step(name)
             frames.append(step.frame.copy())
             if with_states:
                 states.append(sim_state(self.env))
             # an ending on the last action is part of the truth; one before it is not
-            if step.done and i < len(actions) - 1:
+            if step.done and i < len(actions) - 1 and not hold_end:
                 raise BranchEndedError(
                     f"{self.origin.task}: the intervention ended the episode at action {i}"
                 )
         return frames, states
 
     def play_noop(self, steps: int) -> list[Frame]:
-        """Frames of ``steps`` decisions in which the simulator takes its NOOP action.
+        """Frames of ``steps`` decisions in which no decision is taken: the no-op
+        control's target (:mod:`vical.wm.controls`).
 
-        An environment without a NOOP (Toy Text, MiniGrid, Tetris) has no action
-        that leaves it unchanged: the no-op transition is then the identity (the
-        context frame repeated). A native ending stops the simulator; its last
-        frame is repeated for the remaining steps.
+        Where the environment has a NOOP action it is stepped (a real-time world
+        goes on moving); an environment without one (Toy Text, MiniGrid, Tetris)
+        changes only when a decision is taken, so its no-op transition is the
+        identity (the context frame repeated). A native ending stops the
+        simulator; its last frame is repeated for the remaining steps.
         """
         self._to_context()
         last = self.frames[-1]
