@@ -101,9 +101,13 @@ def test_wm_eval_stops_on_a_signal_and_says_what_is_left(tmp_path, taxi_cases, s
     )
     try:
         deadline = time.monotonic() + 60
-        while not list(out.rglob("pred_*.png")):
+        # the manifest is written before any prediction; a context's five cases take
+        # five seconds, so a signal a second later comes while the model predicts
+        while not (out / "manifest.json").exists():
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
             time.sleep(0.05)
+        time.sleep(1.0)
+        assert proc.poll() is None
         t0 = time.monotonic()
         proc.send_signal(getattr(signal, sig))
         _, err = proc.communicate(timeout=10)
