@@ -217,8 +217,9 @@ class AllActionAverage(WorldModel):
 class OtherCase(WorldModel):
     """Another case's truth: the same branch of the next context of the same environment
     in the case set (of the scenario, then of any, when it has no other context; a
-    frame size that does not match is scored as a wrong frame). Real frames of the
-    right game, unrelated to this context."""
+    frame size that does not match is scored as a wrong frame; in a set of one
+    context, the branch two along). Real frames of the right game, unrelated to this
+    context."""
 
     def __init__(self, cases: list[Case] | None = None, folder: Any = None):
         self.cases = list(cases or [])
@@ -240,7 +241,9 @@ class OtherCase(WorldModel):
                 )
                 same = [c for c in pool if c.group == nxt]
                 return same[min(case.branch, len(same) - 1)]
-        raise ValueError(f"{case.id}: the case set has no other context for other-case")
+        # a set of one context: another branch of it (two along), the nearest stand-in
+        same = [c for c in self.cases if c.group == case.group]
+        return same[(case.branch + 2) % len(same)]
 
     def predict(self, request: Request, case: Case) -> list[npt.NDArray[np.uint8]]:
         from vical.wm.cases import load_frames
