@@ -170,6 +170,15 @@ def test_cli_screen_typo_is_one_error_line() -> None:
     assert "Traceback" not in res.stderr
 
 
+# an exception that excuses a policy which no longer passes the task
+STALE = {
+    "policies": ["const:Up"],
+    "where": "paper: Table 7",
+    "quote": "a rule that no longer admits anything",
+    "why": "an exception whose pass has gone must be removed",
+}
+
+
 def _one_task_folder(tmp_path, exception: dict | None):  # type: ignore[no-untyped-def]
     import yaml
 
@@ -190,14 +199,8 @@ def test_screen_of_a_checked_folder_both_ways(tmp_path) -> None:  # type: ignore
     (tmp_path / "ok").mkdir()
     shown: list[str] = []
     assert _screen_folder(_one_task_folder(tmp_path / "ok", None), shown.append) == []
-    stale = {
-        "policies": ["const:Up"],
-        "where": "paper: Table 7",
-        "quote": "a rule that no longer admits anything",
-        "why": "an exception whose pass has gone must be removed",
-    }
     (tmp_path / "bad").mkdir()
-    (line,) = _screen_folder(_one_task_folder(tmp_path / "bad", stale), shown.append)
+    (line,) = _screen_folder(_one_task_folder(tmp_path / "bad", STALE), shown.append)
     assert line.startswith("taxi/state1: fails the reflex screen") and "excuses nothing" in line
     assert shown == [line]
 
@@ -207,14 +210,8 @@ def test_tasks_check_screen_both_ways(tmp_path) -> None:  # type: ignore[no-unty
     ok = _one_task_folder(tmp_path / "ok", None) if (tmp_path / "ok").mkdir() is None else None
     res = _vical("tasks", "check", str(ok), "--screen")
     assert res.returncode == 0, res.stdout + res.stderr
-    stale = {
-        "policies": ["const:Up"],
-        "where": "paper: Table 7",
-        "quote": "a rule that no longer admits anything",
-        "why": "an exception whose pass has gone must be removed",
-    }
     (tmp_path / "bad").mkdir()
-    bad = _one_task_folder(tmp_path / "bad", stale)
+    bad = _one_task_folder(tmp_path / "bad", STALE)
     res = _vical("tasks", "check", str(bad), "--screen")
     assert res.returncode == 1
     assert "taxi/state1: fails the reflex screen" in res.stdout and "excuses nothing" in res.stdout
