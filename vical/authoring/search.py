@@ -435,7 +435,7 @@ def reflex_pass(
     env = (make or make_env)(task)
     try:
         for pol in battery(task):
-            if not is_random(pol.name) and play(env, pol.make()).passed:
+            if not is_random(pol.name) and play(env, pol.make(), pol.name).passed:
                 return pol.name
     finally:
         env.close()

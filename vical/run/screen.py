@@ -167,7 +167,7 @@ class Played:
     outcome: str | None
 
 
-def play(env: Any, pick: Pick) -> Played:
+def play(env: Any, pick: Pick, name: str) -> Played:
     """Play ``pick(decision index)`` from the start to the end of one episode."""
     env.reset()
     step = None
@@ -176,7 +176,7 @@ def play(env: Any, pick: Pick) -> Played:
         step = env.step(pick(i))
         i += 1
     assert step is not None
-    return Played("", float(step.score), bool(step.passed), int(step.index), step.outcome)
+    return Played(name, float(step.score), bool(step.passed), int(step.index), step.outcome)
 
 
 @dataclass
@@ -316,13 +316,11 @@ def screen_task(job: tuple[TaskSpec | str, list[str] | None]) -> TaskScreen:
     try:
         results = []
         for pol in battery(task):
-            r = play(env, pol.make())
-            results.append(Played(pol.name, r.score, r.passed, r.steps, r.outcome))
+            results.append(play(env, pol.make(), pol.name))
         expert = None
         if plan is not None:
             fill = fill_action(task)
-            r = play(env, lambda i: plan[i] if i < len(plan) else fill)
-            expert = Played("expert", r.score, r.passed, r.steps, r.outcome)
+            expert = play(env, lambda i: plan[i] if i < len(plan) else fill, "expert")
     finally:
         env.close()
     return judge(task, results, expert)
