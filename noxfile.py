@@ -27,6 +27,14 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session(python=PY)
+def durations(session: nox.Session) -> None:
+    """Run the default suite on an idle machine and record its times in
+    tests/data/durations.json (wall time, slowest tests): the suite's 12-minute budget."""
+    _install(session)
+    session.run("python", "benchmarks/durations.py", *session.posargs)
+
+
+@nox.session(python=PY)
 def slow(session: nox.Session) -> None:
     """Heavy sweeps: every task x 3 random runs, the full dataset build."""
     _install(session)

@@ -13,6 +13,11 @@ from vical.spec import all_tasks
 
 ALL_TASKS = all_tasks()
 
+# Seconds a test waits for a process or thread before calling it hung. A hang guard, not
+# a speed bound: no test asserts how long something took (tests/test_suite_health.py holds
+# that); speed is measured in benchmarks/. Generous, so a loaded machine cannot fail it.
+HANG = 120.0
+
 
 def task_params(env_keys=None):
     """pytest params over every task (optionally only some environments), ids = task ids."""
@@ -92,7 +97,7 @@ def processes_naming(text: str) -> list[int]:
     return pids
 
 
-def interrupt_group(cmd, started, times, *, env=None, gap=0.1, wait=10.0, start_within=60.0):
+def interrupt_group(cmd, started, times, *, env=None, gap=0.1, wait=HANG, start_within=HANG):
     """Run ``cmd`` in its own session, wait until ``started(proc)`` is true, then send
     SIGINT to its process group ``times`` times, ``gap`` seconds apart, as a terminal's
     Ctrl-C does. Returns (exit status, seconds from the first SIGINT to exit, stdout,

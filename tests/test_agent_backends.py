@@ -12,7 +12,6 @@ import json
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
@@ -206,9 +205,8 @@ def test_malformed_answers_end_in_invalid_action(backend, server, tmp_path):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_429_honours_retry_after(backend, server, tmp_path):
-    t0 = time.perf_counter()
     played = play(make(backend, server, model="fault-429-2"), TASK, tmp_path, max_decisions=1)
-    assert played.actions and time.perf_counter() - t0 >= 0.6
+    assert played.actions
     errors = [r for r in played.records if r["type"] == "api_error"]
     assert [e["status"] for e in errors] == [429, 429]
     assert all(e["retry_after"] == 0.3 and e["wait_s"] >= 0.3 for e in errors)
@@ -456,9 +454,7 @@ def test_fault_rate_mid_run_spares_the_preflight(backend, tmp_path):
 def test_timeout_reaches_every_sdk(backend, server, tmp_path):
     agent = make(backend, server, model="fault-hang", request_timeout=0.3, transport_retries=1)
     assert agent.settings()["request_timeout"] == 0.3
-    t0 = time.perf_counter()
-    played = play(agent, TASK, tmp_path)
-    assert time.perf_counter() - t0 < 5
+    played = play(agent, TASK, tmp_path)  # a timeout that did not reach the SDK hangs
     assert played.decisions[-1].failure == "api_error"
     reasons = [r["reason"] for r in played.records if r["type"] == "api_error"]
     assert reasons == ["timeout", "timeout"]

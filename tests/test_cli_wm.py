@@ -4,6 +4,7 @@ as one error line, before any progress is shown."""
 from __future__ import annotations
 
 import pytest
+from conftest import HANG
 from typer.testing import CliRunner
 
 from vical.cli import app
@@ -108,10 +109,8 @@ def test_wm_eval_stops_on_a_signal_and_says_what_is_left(tmp_path, taxi_cases, s
             time.sleep(0.05)
         time.sleep(1.0)
         assert proc.poll() is None
-        t0 = time.monotonic()
         proc.send_signal(getattr(signal, sig))
-        _, err = proc.communicate(timeout=10)
-        assert time.monotonic() - t0 < 10
+        _, err = proc.communicate(timeout=HANG)  # a hang guard, not a speed bound
         assert proc.returncode == 130, err
         assert err.startswith("\ninterrupted: ") and "cases predicted, not scored" in err
         assert "run the same command again" in err and "Traceback" not in err
@@ -152,10 +151,8 @@ def test_wm_build_stops_on_a_signal_leaving_the_previous_folder(tmp_path, sig):
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
             time.sleep(0.05)
         time.sleep(2.0)  # the workers are simulating
-        t0 = time.monotonic()
         proc.send_signal(getattr(signal, sig))
-        _, err = proc.communicate(timeout=10)
-        assert time.monotonic() - t0 < 10
+        _, err = proc.communicate(timeout=HANG)  # a hang guard, not a speed bound
         assert proc.returncode == 130, err
         assert "interrupted: nothing written" in err and "Traceback" not in err
         assert sorted(p.name for p in tmp_path.iterdir()) == ["wm"]

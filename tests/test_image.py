@@ -423,9 +423,7 @@ def test_readme_docker_run_line_survives_a_stop_and_resumes_against_the_host_bas
             assert time.time() < deadline, "no three episodes within 15 minutes"
             time.sleep(0.2)
         (container,) = _containers() - before
-        t0 = time.time()
         stop = _engine_run("stop", container, timeout=120)
-        seconds = time.time() - t0
         stdout, stderr = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -433,7 +431,6 @@ def test_readme_docker_run_line_survives_a_stop_and_resumes_against_the_host_bas
             proc.wait()
     assert stop.returncode == 0, stop.stderr
     assert proc.returncode == 130, stdout + stderr  # its own interrupt exit, not a kill
-    assert seconds < 10, f"stop took {seconds:.1f} s: the engine had to kill it"
     assert "interrupted: finished episodes are kept" in stderr, stderr
     kept = sorted(p.name for p in episodes.iterdir())
     assert all(episode_problems(episodes / n) == [] for n in kept)

@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from conftest import HANG
 
 from vical.play.human import Bridge, HumanAgent, Refused
 from vical.play.server import make_server
@@ -348,7 +349,6 @@ def test_play_command_stops_on_sigterm_mid_episode(tmp_path):
     import signal
     import subprocess
     import sys
-    import time
 
     run = tmp_path / "human-p5"
     proc = subprocess.Popen(
@@ -374,10 +374,8 @@ def test_play_command_stops_on_sigterm_mid_episode(tmp_path):
         assert code == 200 and state["play"]["frame"].startswith("data:image/png")
         code, state = _post(url, "/api/act", {"step": 0, "action": "Up"})
         assert code == 200 and state["play"]["step"] == 1
-        t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=10)
-        assert time.monotonic() - t0 < 10
+        out, err = proc.communicate(timeout=HANG)  # a hang guard, not a speed bound
         assert proc.returncode == 0, err
         assert out.rstrip().endswith("SIGTERM: stopped; run the same command to continue")
         assert "Traceback" not in err

@@ -22,6 +22,15 @@ class RateLimiter:
         self.interval = 60.0 / per_minute
         key = hashlib.sha256(endpoint.encode()).hexdigest()[:16]
         self.path = Path(folder or tempfile.gettempdir()) / f"vical-rate-{key}"
+        self.last_slot: float | None = None  # the start time the last acquire reserved
+
+    def next_slot(self) -> float | None:
+        """The earliest start the shared state allows the next request (None before any)."""
+        try:
+            raw = self.path.read_text().strip()
+        except FileNotFoundError:
+            return None
+        return float(raw) if raw else None
 
     def acquire(self) -> float:
         """Wait for this request's slot; returns the seconds waited."""
@@ -37,6 +46,7 @@ class RateLimiter:
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+        self.last_slot = slot
         wait = slot - now
         if wait > 0:
             time.sleep(wait)
