@@ -12,7 +12,8 @@ from html import escape
 from typing import Any
 
 from vical import __version__
-from vical.report.sections import EXPERT_LABEL, Section, report_sections
+from vical.report.cells import Section
+from vical.report.sections import EXPERT_LABEL, report_sections
 
 _CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2rem auto;

@@ -7,42 +7,12 @@ after its table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from vical.outcomes import AGENT_FAILURES, ENVIRONMENT_FAILURES, FAILURE_MODES
 from vical.paper import TABLE1_COLUMNS, TABLE1_REFERENCE
+from vical.report import appendix
+from vical.report.cells import Section, num, signed
 from vical.report.table import CONDITION_TITLES, CONDITIONS, RunReport
-
-
-@dataclass
-class Section:
-    key: str
-    title: str
-    caption: str
-    headers: list[str]
-    rows: list[list[str]]
-    figures: list[str] = field(default_factory=list)
-    row_classes: list[str] = field(default_factory=list)
-
-
-def _f(x: float | None, d: int = 1) -> str:
-    return "–" if x is None else f"{x:.{d}f}"
-
-
-def _pct(x: float | None, d: int = 1) -> str:
-    return "–" if x is None else f"{100 * x:.{d}f}%"
-
-
-def _signed(x: float | None, d: int = 3) -> str:
-    return "–" if x is None else f"{x:+.{d}f}"
-
-
-def _p(x: float | None) -> str:
-    if x is None:
-        return "–"
-    return f"{x:.2g}" if x < 0.001 else f"{x:.3f}"
-
 
 # The expert reference's label and what it reads, wherever the report shows it.
 EXPERT_LABEL = "Expert reference (privileged upper bound)"
@@ -67,11 +37,15 @@ def _ref_label(r: RunReport, random: RunReport | None, expert: RunReport | None)
     return None
 
 
+def _table1_headers() -> list[str]:
+    return ["Model"] + [f"{c} {m}" for c in TABLE1_COLUMNS for m in ("S", "P%")]
+
+
 def _table1_cells(rep: RunReport) -> list[str]:
     cells = []
     for c in TABLE1_COLUMNS:
         cell = rep.columns[c]
-        cells += [_f(cell.score), _f(cell.pass_rate, 0)]
+        cells += [num(cell.score), num(cell.pass_rate, 0)]
     return cells
 
 
@@ -81,7 +55,7 @@ def _table1(runs: list[RunReport], random: RunReport | None) -> Section:
     The expert reference is not a row here (:func:`_expert_reference`): this table
     holds the paper's Human row, and a privileged program must not stand beside it.
     """
-    headers = ["Model"] + [f"{c} {m}" for c in TABLE1_COLUMNS for m in ("S", "P%")]
+    headers = _table1_headers()
     rows, classes = [], []
     for r in runs:
         # a `vical play` run (agent human) is a Human row, beside the paper's Human row
@@ -114,14 +88,11 @@ def _expert_reference(expert: RunReport | None) -> Section | None:
     """The expert reference in a table of its own, labelled a privileged upper bound."""
     if expert is None:
         return None
-    headers = ["Model"] + [f"{c} {m}" for c in TABLE1_COLUMNS for m in ("S", "P%")]
+    headers = _table1_headers()
     rows = [[f"{EXPERT_LABEL}: {expert.name}", *_table1_cells(expert)]]
     if expert.intervals:
-        cells = [f"{_level(expert)} interval (environments resampled)"]
-        for c in TABLE1_COLUMNS:
-            iv = expert.intervals.get(c) or {}
-            cells += [_span(iv.get("score"), 1), _span(iv.get("pass_rate"), 0)]
-        rows.append(cells)
+        level = _level(_first_interval([expert]))
+        rows.append([f"{level} interval (environments resampled)", *_interval_cells(expert)])
     return Section(
         "expert_reference",
         "Expert reference: a privileged upper bound",
@@ -133,9 +104,25 @@ def _expert_reference(expert: RunReport | None) -> Section | None:
     )
 
 
-def _level(r: RunReport) -> str:
-    first = next((iv for cell in (r.intervals or {}).values() for iv in cell.values() if iv), None)
+def _first_interval(reps: list[RunReport]) -> dict[str, Any] | None:
+    """The first interval the runs hold (they all share its level and resamples)."""
+    return next(
+        (iv for r in reps for cell in (r.intervals or {}).values() for iv in cell.values() if iv),
+        None,
+    )
+
+
+def _level(first: dict[str, Any] | None) -> str:
     return f"{100 * first['level']:.0f}%" if first else "95%"
+
+
+def _interval_cells(rep: RunReport) -> list[str]:
+    """A run's Table-1 intervals, score and pass rate per column."""
+    cells = []
+    for c in TABLE1_COLUMNS:
+        iv = (rep.intervals or {}).get(c) or {}
+        cells += [_span(iv.get("score"), 1), _span(iv.get("pass_rate"), 0)]
+    return cells
 
 
 def _span(iv: dict[str, Any] | None, d: int) -> str:
@@ -150,22 +137,14 @@ def _table1_intervals(runs: list[RunReport], random: RunReport | None) -> Sectio
     reps = [r for r in [*runs, *refs] if r.intervals]
     if not reps:
         return None
-    first = next(
-        (iv for r in reps for cell in (r.intervals or {}).values() for iv in cell.values() if iv),
-        None,
-    )
-    level = f"{100 * first['level']:.0f}%" if first else "95%"
+    first = _first_interval(reps)
+    level = _level(first)
     resamples = f"{first['resamples']:,}" if first else "10,000"
-    headers = ["Model"] + [f"{c} {m}" for c in TABLE1_COLUMNS for m in ("S", "P%")]
+    headers = _table1_headers()
     rows = []
     for r in reps:
-        assert r.intervals is not None
         label = _ref_label(r, random, None) or f"{r.name} ({r.agent})"
-        cells = [label]
-        for c in TABLE1_COLUMNS:
-            iv = r.intervals.get(c) or {}
-            cells += [_span(iv.get("score"), 1), _span(iv.get("pass_rate"), 0)]
-        rows.append(cells)
+        rows.append([label, *_interval_cells(r)])
     return Section(
         "table1_intervals",
         f"Table 1 uncertainty: {level} intervals",
@@ -231,14 +210,14 @@ def table5_rows(table5: list[dict[str, Any]]) -> tuple[list[str], list[list[str]
                 cells.append("–")
                 deltas.append("–")
                 continue
-            cells.append(f"{_f(c['score'])} / {_f(c['pass_rate'], 0)}")
+            cells.append(f"{num(c['score'])} / {num(c['pass_rate'], 0)}")
             d = c.get("delta")
             if d is None:
                 deltas.append("baseline" if key == "basic+video" else "–")
                 continue
             paired = (d.get("paired") or {}).get("score")
             deltas.append(
-                f"{_signed(d['score'], 1)} / {_signed(d['pass_rate'], 0)}"
+                f"{signed(d['score'], 1)} / {signed(d['pass_rate'], 0)}"
                 + (f" {_signed_span(paired, 1)}" if paired else "")
             )
         rows += [cells, deltas]
@@ -280,7 +259,7 @@ def _per_env(
         cells = [e, "/".join(tags["types"]) + f", {tags['memory']}, {tags['dynamics']}"]
         for r in reps:
             x = next((x for x in r.envs if x.env == e), None)
-            cells += [_f(x.score if x else None), _f(x.pass_rate if x else None, 0)]
+            cells += [num(x.score if x else None), num(x.pass_rate if x else None, 0)]
         rows.append(cells)
     return Section(
         "per_env",
@@ -293,342 +272,6 @@ def _per_env(
         ),
         headers,
         rows,
-    )
-
-
-def _failure_modes(rows: list[dict[str, Any]]) -> Section:
-    # the modes the environment decides first, then those the agent reports
-    modes = [m.value for m in FAILURE_MODES if m in ENVIRONMENT_FAILURES] + [
-        m.value for m in FAILURE_MODES if m in AGENT_FAILURES
-    ]
-    return Section(
-        "failure_modes",
-        "Failure modes per run (Appendix 5.1)",
-        "A failure is an episode without a pass; each mode is given as a count and its "
-        "share of the run's failures. Timeout: the step budget ran out; early termination: "
-        "in-environment failure or death; invalid action: three malformed replies; token "
-        "overflow: context exceeded; API error: the provider failed.",
-        ["Run", "Episodes", "Passed", "Failed", *modes],
-        [
-            [r["run"], str(r["episodes"]), str(r["passed"]), str(r["failed"])]
-            + [f"{r['counts'][m]} ({_pct(r['shares'][m], 0)})" for m in modes]
-            for r in rows
-        ],
-        figures=["failure_modes"],
-    )
-
-
-_TYPE_HEADERS = [
-    "Game type",
-    "Failed/all",
-    "Failure rate",
-    "Early termination",
-    "Timeout",
-    "Other",
-    "φ_timeout",
-]
-
-
-def _type_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
-    return [
-        [
-            r["type"],
-            f"{r['failed']}/{r['episodes']}",
-            _pct(r["failure_rate"]),
-            _pct(r["early_termination"]),
-            _pct(r["timeout"]),
-            _pct(r["other"]),
-            _signed(r["phi_timeout"]),
-        ]
-        for r in rows
-    ]
-
-
-def _failure_by_type(rows: list[dict[str, Any]]) -> Section:
-    return Section(
-        "failure_by_type",
-        "Game type and failure mode (Table 25)",
-        "Pooled over the compared runs. Early-termination, timeout and other shares are "
-        "conditional on failure. φ_timeout: correlation between membership in the type "
-        "and ending by timeout (rather than early termination) among failed episodes. "
-        "Types are multi-label, so rows overlap.",
-        _TYPE_HEADERS,
-        _type_rows(rows),
-        figures=["failure_by_type"],
-    )
-
-
-def _failure_by_type_random(rows: list[dict[str, Any]] | None) -> Section | None:
-    if not rows:
-        return None
-    return Section(
-        "failure_by_type_random",
-        "Game type and failure mode: random reference",
-        "The same table over the random reference's episodes.",
-        _TYPE_HEADERS,
-        _type_rows(rows),
-    )
-
-
-def _length_cells(s: dict[str, Any]) -> list[str]:
-    """The cells Tables 27 and 28 share: median [IQR], range, early success/death, budget."""
-    return [
-        f"{s['median']:.1f} [{s['q1']:.1f}, {s['q3']:.1f}]",
-        f"{s['min']}–{s['max']}",
-        _pct(s["early_success"]),
-        _pct(s["early_death"]),
-        _pct(s["budget_reached"]),
-    ]
-
-
-def _length_by_model(
-    by_model: list[dict[str, Any]], random: dict[str, Any] | None, random_name: str | None
-) -> Section:
-    def row(label: str, s: dict[str, Any]) -> list[str]:
-        return [
-            label,
-            str(s["n"]),
-            f"{s['mean']:.1f} ± {s['sd']:.1f}",
-            *_length_cells(s),
-            _pct(s["early_other"]),
-        ]
-
-    rows = [row(s["run"], s) for s in by_model]
-    if random:
-        rows.append(row(f"{random_name} (random reference)", random))
-    return Section(
-        "length_by_model",
-        "Episode length by run (Table 27)",
-        "L: agent steps after the preload; B: the task's step budget. Early success: passed "
-        "and L < B; early death: in-environment failure without a pass and L < B; budget "
-        "reached: L ≥ B; other early stop: ended before B through the agent (invalid "
-        "action, token overflow, API error). SD is the sample SD; quartiles are linearly "
-        "interpolated.",
-        [
-            "Run",
-            "n",
-            "Mean ± SD",
-            "Median [IQR]",
-            "Range",
-            "Early success",
-            "Early death",
-            "Budget reached",
-            "Other early stop",
-        ],
-        rows,
-        figures=["episode_length"],
-    )
-
-
-def _length_by_env(by_env: list[dict[str, Any]]) -> Section:
-    return Section(
-        "length_by_env",
-        "Episode length by environment (Table 28)",
-        "Pooled over the compared runs, sorted by mean length. ES: early success; ED: early "
-        "death; BR: budget reached.",
-        ["Environment", "n", "Mean", "Median [IQR]", "Range", "ES", "ED", "BR"],
-        [[s["env"], str(s["n"]), f"{s['mean']:.1f}", *_length_cells(s)] for s in by_env],
-    )
-
-
-def _bias_audit(rows: list[dict[str, Any]]) -> Section:
-    return Section(
-        "bias_audit",
-        "Action-bias audit (Table 19)",
-        "For each run, among run–game groups with at least 20 actions, its largest positive "
-        "action-frequency deviation from the pooled distribution of the same game (all "
-        "compared runs' actions). TV: total-variation distance of the group from the pool. "
-        "Bias flag: excess ≥ 0.20 and TV ≥ 0.20. A diagnostic association, not a causal "
-        "claim; with a single run the pool is the run itself and nothing can be flagged.",
-        ["Run", "Largest excess", "Run", "Pool", "Excess", "TV", "Bias?"],
-        [
-            [
-                r["run"],
-                f"{r['env']}: {r['action']}",
-                _pct(r["run_freq"], 0),
-                _pct(r["pool_freq"], 0),
-                f"{r['excess']:+.2f}",
-                f"{r['tv']:.2f}",
-                "Yes" if r["bias"] else "No",
-            ]
-            for r in rows
-        ],
-        figures=["action_heatmaps"],
-    )
-
-
-def _limitations(rows: list[dict[str, Any]]) -> Section:
-    return Section(
-        "limitations",
-        "Model-specific limitations (Table 22)",
-        "Category gaps from Table 1 (Dynamic − Static, Multiple − Single). Fixation proxy: "
-        "failed episodes of at least 10 steps with one action at least 90% of the steps. "
-        "Conflicting responses: responses with two different bracketed [Action:…] names. "
-        "Format-retry episodes: episodes with at least one format retry (from log.jsonl).",
-        [
-            "Run",
-            "Static → Dynamic",
-            "Single → Multiple",
-            "Token overflow",
-            "Fixated failed runs",
-            "Conflicting responses",
-            "Format-retry episodes",
-        ],
-        [
-            [
-                r["run"],
-                f"{_f(r['static'])} → {_f(r['dynamic'])} ({_signed(r['dynamic_gap'], 1)})",
-                f"{_f(r['single'])} → {_f(r['multiple'])} ({_signed(r['memory_gap'], 1)})",
-                f"{r['token_overflow']}/{r['episodes']}",
-                f"{r['fixated']}/{r['episodes']}",
-                f"{r['conflicting']}/{r['responses']}",
-                f"{r['format_retry_episodes']}/{r['episodes']}",
-            ]
-            for r in rows
-        ],
-    )
-
-
-def _strata(strata: list[dict[str, Any]] | None) -> Section | None:
-    if strata is None:
-        return None
-    return Section(
-        "strata",
-        "Difficulty strata (Eq. 2, Table 23)",
-        "Δ_g = max over the compared runs of the run's mean score in g − the random "
-        "reference's mean score in g. Easy: Δ > 70; Medium: 30 ≤ Δ ≤ 70; Hard: Δ < 30.",
-        ["Environment", "Tier", "Best run", "Best S", "Random S", "Δ"],
-        [
-            [
-                r["env"],
-                r["tier"],
-                r["best_run"],
-                _f(r["best_score"]),
-                _f(r["random_score"]),
-                _f(r["delta"]),
-            ]
-            for r in strata
-        ],
-        figures=["strata"],
-    )
-
-
-def _strata_summary(strata: list[dict[str, Any]] | None) -> Section | None:
-    if strata is None:
-        return None
-    tiers: dict[str, list[dict[str, Any]]] = {}
-    for r in strata:
-        tiers.setdefault(r["tier"], []).append(r)
-    return Section(
-        "strata_summary",
-        "Difficulty tiers",
-        "Games per tier and the span of Δ within it.",
-        ["Tier", "Games", "Δ range", "Environment list"],
-        [
-            [
-                t,
-                str(len(rs)),
-                f"{min(x['delta'] for x in rs):.1f}–{max(x['delta'] for x in rs):.1f}",
-                ", ".join(sorted(x["env"] for x in rs)),
-            ]
-            for t, rs in ((t, tiers[t]) for t in ("Easy", "Medium", "Hard") if t in tiers)
-        ],
-    )
-
-
-def _associations(as_: dict[str, Any], random: dict[str, float | None] | None) -> Section:
-    m, d = as_["memory_score"], as_["dynamics_tokens"]
-    rows = [
-        [
-            "Memory requirement vs score",
-            f"Single: {_f(m['group_means']['Single'])}; Multiple: {_f(m['group_means']['Multiple'])}",
-            str(m["cells"]),
-            "–" if m["r_pb"] is None else f"r_pb = {m['r_pb']:+.3f}",
-            _p(m["p"]),
-        ],
-        [
-            "Environment dynamics vs token usage",
-            "Static: "
-            + _tok(d["group_means"]["Static"])
-            + "; Dynamic: "
-            + _tok(d["group_means"]["Dynamic"]),
-            str(d["cells"]),
-            "–" if d["r_pb"] is None else f"r_pb = {d['r_pb']:+.3f}",
-            _p(d["p"]),
-        ],
-    ]
-    if random:
-        rows.append(
-            [
-                "Random reference (negative control, Table 1 columns)",
-                f"Single {_f(random['Single'])}, Multiple {_f(random['Multiple'])}; "
-                f"Static {_f(random['Static'])}, Dynamic {_f(random['Dynamic'])}",
-                "–",
-                "–",
-                "–",
-            ]
-        )
-    return Section(
-        "associations",
-        "Task-attribute associations (Table 24)",
-        "Each cell is one run–environment mean. Memory: Single vs Multiple against score. "
-        "Tokens: input + output tokens per episode (output already includes reasoning), "
-        "averaged per cell, log-transformed and standardized within run; the group means "
-        "shown are untransformed. r_pb: point-biserial correlation (scipy). Runs without "
-        "token usage (e.g. the random agent) have no token cells.",
-        ["Association", "Group means", "Cells", "Correlation", "p"],
-        rows,
-        figures=["associations"],
-    )
-
-
-def _demo_context(dc: dict[str, Any] | None) -> Section | None:
-    if not dc:
-        return None
-    return Section(
-        "demo_context",
-        "Demonstration context (Figure 6)",
-        "Sampled demonstration frames per task over its clips: start frame, one per "
-        "action, terminal copy (seconds at 1 fps). Paper: 342 tasks, 10–80 frames, mean "
-        "45.73, median 45; clips per task 1: 155, 2: 145, 3: 37, 4: 5.",
-        ["Tasks", "With demos", "Clips per task", "Min", "Max", "Mean", "Median"],
-        [
-            [
-                str(dc["tasks"]),
-                str(len(dc["frames"])),
-                ", ".join(f"{k}: {v}" for k, v in dc["clips_per_task"].items()),
-                str(dc["min"]),
-                str(dc["max"]),
-                _f(dc["mean"], 2),
-                _f(dc["median"], 1),
-            ]
-        ],
-        figures=["demo_context"],
-    )
-
-
-def _trajectories(rows: list[dict[str, Any]], task: str | None) -> Section | None:
-    if not rows:
-        return None
-    return Section(
-        "trajectories",
-        f"Same-start-state trajectories: {task} (Figure 9)",
-        "Every compared run's episodes of one task (up to three each). Same start: "
-        "whether the episode's first frame equals the first row's.",
-        ["Run", "Run index", "Outcome", "Score", "Steps", "Same start", "Actions"],
-        [
-            [
-                r["run"],
-                str(r["run_index"]),
-                ("Pass" if r["passed"] else "Fail") + f" ({r['outcome']})",
-                _f(r["score"]),
-                f"{len(r['actions'])}/{r['max_steps']}",
-                "yes" if r["same_start"] else "no",
-                " ".join(r["actions"][:30]) + (" …" if len(r["actions"]) > 30 else ""),
-            ]
-            for r in rows
-        ],
-        figures=["trajectory_strips", "frame_strips"],
     )
 
 
@@ -748,29 +391,23 @@ def report_sections(doc: dict[str, Any]) -> list[Section]:
         _paired(doc.get("paired")),
         _table5(doc.get("table5")),
         _per_env(runs, random, expert),
-        _failure_modes(a["failure_modes"]),
-        _failure_by_type(a["failure_by_type"]),
-        _failure_by_type_random(a.get("failure_by_type_random")),
-        _length_by_model(
+        appendix.failure_modes(a["failure_modes"]),
+        appendix.failure_by_type(a["failure_by_type"]),
+        appendix.failure_by_type_random(a.get("failure_by_type_random")),
+        appendix.length_by_model(
             a["episode_length"]["by_model"], a.get("episode_length_random"), doc["random_name"]
         ),
-        _length_by_env(a["episode_length"]["by_env"]),
-        _bias_audit(a["bias_audit"]["rows"]),
-        _limitations(a["limitations"]),
-        _strata(a["strata"]),
-        _strata_summary(a["strata"]),
-        _associations(a["associations"], a.get("associations_random")),
-        _demo_context(a.get("demo_context")),
-        _trajectories(a["trajectories"], a["trajectory_task"]),
+        appendix.length_by_env(a["episode_length"]["by_env"]),
+        appendix.bias_audit(a["bias_audit"]["rows"]),
+        appendix.limitations(a["limitations"]),
+        appendix.strata(a["strata"]),
+        appendix.strata_summary(a["strata"]),
+        appendix.associations(a["associations"], a.get("associations_random")),
+        appendix.demo_context(a.get("demo_context")),
+        appendix.trajectories(a["trajectories"], a["trajectory_task"]),
         _usage(doc.get("usage")),
     ]
     return [s for s in sections if s is not None]
-
-
-def _tok(x: float | None) -> str:
-    if x is None:
-        return "–"
-    return f"{x / 1e6:.3f}M tokens" if x >= 1e5 else f"{x:,.0f} tokens"
 
 
 def render_sections_markdown(sections: list[Section], figures: dict[str, tuple[str, bytes]]) -> str:
