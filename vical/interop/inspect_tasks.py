@@ -474,21 +474,9 @@ def vical_task(
     )
 
 
-@task
-def vical(
-    tasks: str | list[str] | None = None,
-    runs: int = 1,
-    seed: int = 0,
-    demos: bool = True,
-    rules: str = "basic",
-    demo_transport: str = "frames",
-    format_retries: int = 3,
-) -> Task:
-    """V-ICAL: the 342 tasks, or those ``tasks`` selects (``taxi/*,cartpole/seed41``)."""
-    return vical_task(tasks, runs, seed, demos, rules, demo_transport, format_retries)
+def _family_task(family: str | None) -> Any:
+    """The Inspect task ``vical_<family>`` of one family's tasks; ``vical`` for every task."""
 
-
-def _family_task(family: str) -> Any:
     def make(
         tasks: str | list[str] | None = None,
         runs: int = 1,
@@ -500,11 +488,17 @@ def _family_task(family: str) -> Any:
     ) -> Task:
         return vical_task(tasks, runs, seed, demos, rules, demo_transport, format_retries, family)
 
-    make.__name__ = make.__qualname__ = f"vical_{family}"
-    make.__doc__ = f"V-ICAL, the {family} family's tasks (or those of them ``tasks`` selects)."
-    return task(name=f"vical_{family}")(make)
+    name = "vical" if family is None else f"vical_{family}"
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = (
+        "V-ICAL: the 342 tasks, or those ``tasks`` selects (``taxi/*,cartpole/seed41``)."
+        if family is None
+        else f"V-ICAL, the {family} family's tasks (or those of them ``tasks`` selects)."
+    )
+    return task(name=name)(make)
 
 
+vical = _family_task(None)
 vical_ale = _family_task("ale")
 vical_procgen = _family_task("procgen")
 vical_minigrid = _family_task("minigrid")
