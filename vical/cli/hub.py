@@ -212,11 +212,9 @@ def admin_add_key(
     database: str = DATABASE,
 ) -> None:
     """Register and approve a team's public key in one step."""
-    import time
+    from sqlalchemy import delete, select
 
-    from sqlalchemy import delete, insert, select
-
-    from vical.hub.db import KEY_APPROVED, TeamKey
+    from vical.hub.db import KEY_APPROVED, TeamKey, add_key
     from vical.submit.keys import key_id, load_public
 
     if not pubkey.is_file():
@@ -227,17 +225,7 @@ def admin_add_key(
     with engine.begin() as conn:
         conn.execute(delete(TeamKey).where(TeamKey.key_id == kid, TeamKey.status != KEY_APPROVED))
         if not conn.execute(select(TeamKey.key_id).where(TeamKey.key_id == kid)).first():
-            now = time.time()
-            conn.execute(
-                insert(TeamKey).values(
-                    key_id=kid,
-                    team=team,
-                    public_pem=pem,
-                    status=KEY_APPROVED,
-                    created_at=now,
-                    approved_at=now,
-                )
-            )
+            add_key(conn, kid, team, pem, KEY_APPROVED)
     console.print(f"key {kid} of {team}: approved")
 
 

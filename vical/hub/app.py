@@ -46,6 +46,7 @@ from vical.hub.db import (
     Submission,
     TeamKey,
     add_event,
+    add_key,
     head_version,
     make_engine,
     migrate,
@@ -292,24 +293,16 @@ def create_app(cfg: HubConfig, engine: Engine | None = None) -> FastAPI:  # noqa
         if not 1 <= len(team) <= 100:
             return _problem(400, "the team name is 1 to 100 characters")
 
-        def add_key() -> tuple[str, int]:
+        def register() -> tuple[str, int]:
             existing = hub.key(kid)
             if existing is not None:
                 return existing.status, 200
             with hub.engine.begin() as conn:
-                conn.execute(
-                    insert(TeamKey).values(
-                        key_id=kid,
-                        team=team,
-                        public_pem=pem,
-                        status=KEY_PENDING,
-                        created_at=time.time(),
-                    )
-                )
+                add_key(conn, kid, team, pem, KEY_PENDING)
             return KEY_PENDING, 201
 
         try:
-            status, code = await run_in_threadpool(add_key)
+            status, code = await run_in_threadpool(register)
         except IntegrityError:
             status, code = KEY_PENDING, 200
         log(logger, "key registered", key=kid, team=team, status=status)

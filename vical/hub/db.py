@@ -173,6 +173,21 @@ def head_version() -> str:
     return head
 
 
+def add_key(conn: Connection, key_id: str, team: str, public_pem: str, status: str) -> None:
+    """Register a team's public key (a key approved at once has its approval time too)."""
+    now = time.time()
+    conn.execute(
+        insert(TeamKey).values(
+            key_id=key_id,
+            team=team,
+            public_pem=public_pem,
+            status=status,
+            created_at=now,
+            approved_at=now if status == KEY_APPROVED else None,
+        )
+    )
+
+
 def add_event(
     conn: Connection, submission_id: str, kind: str, actor: str, detail: Any = None
 ) -> None:

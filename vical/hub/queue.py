@@ -31,6 +31,9 @@ from vical.hub.db import (
     add_event,
 )
 
+# a job that leaves its worker: no lease any more
+_NO_LEASE = {"lease_token": None, "lease_owner": None, "lease_expires": None}
+
 
 @dataclass(frozen=True)
 class Claim:
@@ -81,10 +84,8 @@ def claim(engine: Engine, owner: str, lease_seconds: float, max_attempts: int) -
                     update(t)
                     .where(t.id == sid, t.lease_token == token)
                     .values(
+                        **_NO_LEASE,
                         state=FAILED,
-                        lease_token=None,
-                        lease_owner=None,
-                        lease_expires=None,
                         verdict=f"failed: its worker was lost {attempts - 1} times "
                         f"(the limit is {max_attempts}); a maintainer can queue it again",
                         updated_at=now,
@@ -94,6 +95,24 @@ def claim(engine: Engine, owner: str, lease_seconds: float, max_attempts: int) -
                 continue
             add_event(conn, sid, "claimed", owner, {"attempt": attempts})
             return Claim(sid, token, attempts, sha, key_id)
+
+
+def _update_held(
+    engine: Engine, c: Claim, values: dict[str, Any], event: tuple[Any, ...] | None = None
+) -> bool:
+    """Write ``values`` into the job's row if the claim still holds its lease, with
+    ``event`` (state, owner, detail) added in the same transaction; False (nothing
+    written) when the lease was lost."""
+    t = Submission
+    with engine.begin() as conn:
+        n = conn.execute(
+            update(t)
+            .where(t.id == c.submission_id, t.lease_token == c.token, t.state == RUNNING)
+            .values(**values)
+        ).rowcount
+        if n == 1 and event is not None:
+            add_event(conn, c.submission_id, *event)
+    return n == 1
 
 
 def heartbeat(
@@ -106,14 +125,7 @@ def heartbeat(
     values: dict[str, Any] = {"lease_expires": time.time() + lease_seconds}
     if progress is not None:
         values["progress_done"], values["progress_total"] = progress
-    t = Submission
-    with engine.begin() as conn:
-        n = conn.execute(
-            update(t)
-            .where(t.id == c.submission_id, t.lease_token == c.token, t.state == RUNNING)
-            .values(**values)
-        ).rowcount
-    return n == 1
+    return _update_held(engine, c, values)
 
 
 def finish(
@@ -127,52 +139,31 @@ def finish(
     progress: tuple[int, int] | None = None,
 ) -> bool:
     """Record the job's outcome once; False (nothing written) when the lease was lost."""
-    t = Submission
-    now = time.time()
     more: dict[str, Any] = {}
     if progress is not None:
         more["progress_done"], more["progress_total"] = progress
-    with engine.begin() as conn:
-        n = conn.execute(
-            update(t)
-            .where(t.id == c.submission_id, t.lease_token == c.token, t.state == RUNNING)
-            .values(
-                **more,
-                state=state,
-                verdict=verdict,
-                report=None if report is None else json.dumps(report, sort_keys=True),
-                entry=None if entry is None else json.dumps(entry, sort_keys=True),
-                entry_id=None if entry is None else entry["id"],
-                lease_token=None,
-                lease_owner=None,
-                lease_expires=None,
-                updated_at=now,
-            )
-        ).rowcount
-        if n == 1:
-            add_event(conn, c.submission_id, state, owner, {"verdict": verdict[:500]})
-    return n == 1
+    values = {
+        **more,
+        "state": state,
+        "verdict": verdict,
+        "report": None if report is None else json.dumps(report, sort_keys=True),
+        "entry": None if entry is None else json.dumps(entry, sort_keys=True),
+        "entry_id": None if entry is None else entry["id"],
+        **_NO_LEASE,
+        "updated_at": time.time(),
+    }
+    return _update_held(engine, c, values, (state, owner, {"verdict": verdict[:500]}))
 
 
 def release(engine: Engine, c: Claim, owner: str, why: str) -> bool:
     """Give a job back to the queue unfinished (a worker told to stop); the attempt
     does not count."""
-    t = Submission
-    with engine.begin() as conn:
-        n = conn.execute(
-            update(t)
-            .where(t.id == c.submission_id, t.lease_token == c.token, t.state == RUNNING)
-            .values(
-                state=QUEUED,
-                lease_token=None,
-                lease_owner=None,
-                lease_expires=None,
-                attempts=t.attempts - 1,
-                progress_done=None,
-                progress_total=None,
-                updated_at=time.time(),
-            )
-        ).rowcount
-        if n == 1:
-            add_event(conn, c.submission_id, "released", owner, {"why": why})
-    return n == 1
+    values = {
+        "state": QUEUED,
+        **_NO_LEASE,
+        "attempts": Submission.attempts - 1,
+        "progress_done": None,
+        "progress_total": None,
+        "updated_at": time.time(),
+    }
+    return _update_held(engine, c, values, ("released", owner, {"why": why}))
