@@ -259,6 +259,38 @@ REFERENCE_TEXT = (
     "agent: verified, never ranked."
 )
 
+# The entries shown below the ranking, each group under its own heading.
+UNRANKED_TITLES = {
+    "references": "Reference agents",
+    "partial": "Partial submissions",
+    "further": "Further runs",
+    "ablations": "Ablation runs",
+}
+PARTIAL_TEXT = (
+    "Bundles that leave out some tasks: verified on the tasks they hold, never "
+    "ranked beside complete ones."
+)
+FURTHER_TEXT = (
+    "The ranking uses one run per task (run 0), as the protocol plays it; these "
+    "are the same submissions' other runs."
+)
+
+
+def _unranked(entries: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The unranked groups of UNRANKED_TITLES, each with its entries (an entry with
+    further runs is in its own group too)."""
+    return {
+        "references": [e for e in entries if is_reference_run(e)],
+        "partial": [e for e in entries if not is_ablation(e) and e.get("partial")],
+        "further": [e for e in entries if e.get("further_runs")],
+        "ablations": [e for e in entries if is_ablation(e)],
+    }
+
+
+def _unranked_rows(key: str, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An unranked group's rows (the further runs' group shows those runs' report)."""
+    return _rows(entries, references=False, report="further_runs" if key == "further" else "report")
+
 
 def is_ablation(entry: dict[str, Any]) -> bool:
     """Whether an entry ran under another condition than the paper's default (basic
@@ -432,37 +464,21 @@ def _html_table(table_id: str, rows: list[dict[str, Any]], condition: bool = Fal
 
 def render_html(entries: list[dict[str, Any]]) -> str:
     ranked = [e for e in entries if is_ranked(e)]
-    ablations = [e for e in entries if is_ablation(e)]
-    partial = [e for e in entries if not is_ablation(e) and e.get("partial")]
-    further = [e for e in entries if e.get("further_runs")]
-    references = [e for e in entries if is_reference_run(e)]
+    groups = _unranked(entries)
+    texts = {
+        "references": REFERENCE_TEXT,
+        "partial": PARTIAL_TEXT,
+        "further": FURTHER_TEXT,
+        "ablations": "Runs under another condition of the paper's ablation (Table 5): detailed "
+        "rules and/or no demonstration video. They are verified like any run but not "
+        "ranked, since only basic rules with the video is the benchmark's setting.",
+    }
     extra = ""
-    if references:
-        extra += f"<h2>Reference agents (not ranked)</h2><p>{REFERENCE_TEXT}</p>" + _html_table(
-            "references", _rows(references, references=False)
-        )
-    if partial:
-        extra += (
-            "<h2>Partial submissions (not ranked)</h2>"
-            "<p>Bundles that leave out some tasks: verified on the tasks they hold, never "
-            "ranked beside complete ones.</p>"
-            + _html_table("partial", _rows(partial, references=False))
-        )
-    if further:
-        extra += (
-            "<h2>Further runs (not ranked)</h2>"
-            "<p>The ranking uses one run per task (run 0), as the protocol plays it; these "
-            "are the same submissions' other runs.</p>"
-            + _html_table("further", _rows(further, references=False, report="further_runs"))
-        )
-    if ablations:
-        extra += (
-            "<h2>Ablation runs (not ranked)</h2>"
-            "<p>Runs under another condition of the paper's ablation (Table 5): detailed "
-            "rules and/or no demonstration video. They are verified like any run but not "
-            "ranked, since only basic rules with the video is the benchmark's setting.</p>"
-            + _html_table("ablations", _rows(ablations, references=False), condition=True)
-        )
+    for key, text in texts.items():
+        if groups[key]:
+            extra += f"<h2>{UNRANKED_TITLES[key]} (not ranked)</h2><p>{text}</p>" + _html_table(
+                key, _unranked_rows(key, groups[key]), condition=key == "ablations"
+            )
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>V-ICAL leaderboard</title>"
         f"<style>{PAGE_CSS}</style></head><body>"
@@ -539,49 +555,18 @@ def _markdown_rows(rows: list[dict[str, Any]], condition: bool = False) -> list[
 def render_markdown_board(entries: list[dict[str, Any]]) -> str:
     lines = ["# V-ICAL leaderboard", ""]
     lines += _markdown_rows(_rows([e for e in entries if is_ranked(e)]))
-    partial = [e for e in entries if not is_ablation(e) and e.get("partial")]
-    if partial:
-        lines += [
-            "",
-            "## Partial submissions (not ranked)",
-            "",
-            "Bundles that leave out some tasks: verified on the tasks they hold, never "
-            "ranked beside complete ones.",
-            "",
-            *_markdown_rows(_rows(partial, references=False)),
-        ]
-    references = [e for e in entries if is_reference_run(e)]
-    if references:
-        lines += [
-            "",
-            "## Reference agents (not ranked)",
-            "",
-            REFERENCE_TEXT,
-            "",
-            *_markdown_rows(_rows(references, references=False)),
-        ]
-    further = [e for e in entries if e.get("further_runs")]
-    if further:
-        lines += [
-            "",
-            "## Further runs (not ranked)",
-            "",
-            "The ranking uses one run per task (run 0), as the protocol plays it; these "
-            "are the same submissions' other runs.",
-            "",
-            *_markdown_rows(_rows(further, references=False, report="further_runs")),
-        ]
-    ablations = [e for e in entries if is_ablation(e)]
-    if ablations:
-        lines += [
-            "",
-            "## Ablation runs (not ranked)",
-            "",
-            "Other conditions of the paper's ablation (Table 5: detailed rules and/or no "
-            "demonstration video); verified, but only basic rules with the video is ranked.",
-            "",
-            *_markdown_rows(_rows(ablations, references=False), condition=True),
-        ]
+    groups = _unranked(entries)
+    texts = {
+        "partial": PARTIAL_TEXT,
+        "references": REFERENCE_TEXT,
+        "further": FURTHER_TEXT,
+        "ablations": "Other conditions of the paper's ablation (Table 5: detailed rules and/or "
+        "no demonstration video); verified, but only basic rules with the video is ranked.",
+    }
+    for key, text in texts.items():
+        if groups[key]:
+            rows = _markdown_rows(_unranked_rows(key, groups[key]), condition=key == "ablations")
+            lines += ["", f"## {UNRANKED_TITLES[key]} (not ranked)", "", text, "", *rows]
     return "\n".join(lines) + "\n"
 
 
