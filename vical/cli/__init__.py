@@ -7,6 +7,8 @@ the order ``vical --help`` lists them:
              task lookup, and the root group: the one place a
              :class:`~vical.errors.VicalError` becomes ``error: <message>`` and its
              exit code
+``_api``     :class:`ApiOptions` and :func:`~vical.cli._api.api_options`, the model's
+             options of every command that talks to one (eval, audit, wm couple)
 ``eval``     ``vical eval``, ``vical baseline random`` (:class:`EvalOptions`)
 ``report``   ``vical report`` (:class:`ReportOptions`)
 ``submit``   ``vical keygen|submit|verify``, ``vical leaderboard add|build``
@@ -40,13 +42,14 @@ os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 import typer
 
 from vical import __version__
+from vical.cli._api import ApiOptions
 from vical.cli._common import _RootGroup, console
 from vical.cli._common import select as _select
 from vical.cli.audit import audit_app
 from vical.cli.dataset import dataset_app
 from vical.cli.demos import demos_app
 from vical.cli.doctor import doctor_cmd
-from vical.cli.eval import ApiOptions, EvalOptions, baseline_app, eval_cmd
+from vical.cli.eval import EvalOptions, baseline_app, eval_cmd
 from vical.cli.hub import hub_app
 from vical.cli.inspect_import import import_inspect_cmd
 from vical.cli.play import play_cmd

@@ -44,17 +44,6 @@ class OptionError(VicalError):
     """An option value the command cannot use; ends as one error line with status 2."""
 
 
-# Generation options shared by every command that talks to a model (eval, audit):
-# one declaration each, so their flags and help read the same everywhere.
-API_KEY_ENV = typer.Option(None, "--api-key-env", help="Environment variable holding the API key.")
-TEMPERATURE = typer.Option(None, "--temperature", help="Sampling temperature.")
-MAX_OUTPUT_TOKENS = typer.Option(None, "--max-output-tokens", help="Cap on tokens per reply.")
-REASONING_EFFORT = typer.Option(
-    None, "--reasoning-effort", help="Reasoning effort where the provider has it."
-)
-EXTRA_BODY = typer.Option(None, "--extra-body", help="JSON object merged into each request body.")
-
-
 # The backend and where its model is: declared once, with the help a command gives them.
 def agent_option(default: str | None, help: str) -> Any:
     """``--agent`` (or ``--backend``, ``-a``): the agent backend a command builds."""

@@ -17,22 +17,8 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from vical.cli._common import (
-    API_KEY_ENV,
-    EXTRA_BODY,
-    MAX_OUTPUT_TOKENS,
-    REASONING_EFFORT,
-    TEMPERATURE,
-    OptionError,
-    agent_option,
-    console,
-    endpoint_option,
-    err,
-    fail,
-    interrupted,
-    model_option,
-    say,
-)
+from vical.cli._api import API_OPTIONS, ApiOptions, api_options
+from vical.cli._common import OptionError, agent_option, console, err, fail, interrupted, say
 
 
 class _AuditGroup(TyperGroup):
@@ -72,18 +58,13 @@ def _print_tables(runs: list[Path], out: Path | None) -> None:
 
 
 @audit_app.command("run")
+@api_options("API base URL of the auditor.", "Auditor model name at the endpoint.")
 def run_cmd(
     run: Path = typer.Argument(..., help="Run folder to audit (runs/<id>)."),
     backend: str = agent_option(
         None, help="Auditor backend: openai-chat, openai-responses, gemini, openrouter."
     ),
-    endpoint: str = endpoint_option("API base URL of the auditor."),
-    model: str = model_option("Auditor model name at the endpoint."),
-    api_key_env: str = API_KEY_ENV,
-    temperature: float = TEMPERATURE,
-    max_output_tokens: int = MAX_OUTPUT_TOKENS,
-    reasoning_effort: str = REASONING_EFFORT,
-    extra_body: str = EXTRA_BODY,
+    api: ApiOptions = API_OPTIONS,
     request_timeout: float = typer.Option(
         600.0, "--request-timeout", min=0.1, help="Seconds to wait for one auditor reply."
     ),
@@ -124,21 +105,6 @@ def run_cmd(
         return
     if backend is None:
         raise OptionError("--backend is required to audit (or pass --report for the tables)")
-    from vical.cli.eval import ApiOptions
-
-    api = ApiOptions(
-        endpoint=endpoint,
-        model=model,
-        api_key_env=api_key_env,
-        temperature=temperature,
-        max_output_tokens=max_output_tokens,
-        reasoning_effort=reasoning_effort,
-        extra_body=extra_body,
-        rate_limit=None,
-        request_timeout=request_timeout,
-        max_retry_after=max_retry_after,
-        transport_retries=transport_retries,
-    )
     kwargs = api.agent_kwargs(backend)
     from vical.audit.runner import API_ERROR, audit_run
     from vical.run.pool import Interrupted

@@ -8,7 +8,6 @@ summary and writes the report.
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from dataclasses import dataclass, field
@@ -18,20 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from vical.cli._api import API_OPTIONS, ApiOptions, api_options
 from vical.cli._common import (
-    API_KEY_ENV,
-    EXTRA_BODY,
-    MAX_OUTPUT_TOKENS,
-    REASONING_EFFORT,
-    TEMPERATURE,
     OptionError,
     agent_option,
     console,
-    endpoint_option,
     err,
     fail,
     interrupted,
-    model_option,
     say,
     select,
 )
@@ -46,48 +39,6 @@ baseline_app = typer.Typer(
 )
 # the reference agents: no model, no requests, so no API options and no self-check
 REFERENCE_AGENTS = ("random", "plan")
-
-
-@dataclass(frozen=True)
-class ApiOptions:
-    """How an API backend reaches its model (the ``vical eval`` options the reference
-    agents, random and plan, ignore)."""
-
-    endpoint: str | None
-    model: str | None
-    api_key_env: str | None
-    temperature: float | None
-    max_output_tokens: int | None
-    reasoning_effort: str | None
-    extra_body: str | None  # a JSON object, as typed
-    rate_limit: float | None
-    request_timeout: float
-    max_retry_after: float
-    transport_retries: int
-
-    def agent_kwargs(self, agent: str) -> dict[str, Any]:
-        """The backend's keyword arguments (OptionError: --extra-body is not JSON, no --model)."""
-        try:
-            body = json.loads(self.extra_body) if self.extra_body else None
-        except json.JSONDecodeError as e:
-            raise OptionError(
-                f"--extra-body is not valid JSON ({e}); example: '{{\"top_p\": 0.9}}'"
-            ) from e
-        if self.model is None:
-            raise OptionError(f"--model is required for the {agent} backend")
-        return {
-            "endpoint": self.endpoint,
-            "model": self.model,
-            "api_key_env": self.api_key_env,
-            "temperature": self.temperature,
-            "max_output_tokens": self.max_output_tokens,
-            "reasoning_effort": self.reasoning_effort,
-            "extra_body": body,
-            "rate_limit": self.rate_limit,
-            "request_timeout": self.request_timeout,
-            "max_retry_after": self.max_retry_after,
-            "transport_retries": self.transport_retries,
-        }
 
 
 @dataclass(frozen=True)
@@ -341,6 +292,7 @@ def _closing_summary(summary: RunSummary, out: Path) -> None:
         err.print(f"... and {len(summary.infra) - len(shown)} more infrastructure failure(s)")
 
 
+@api_options()
 def eval_cmd(
     agent: str = agent_option(
         "random", help="Agent backend: random, openai-chat, openai-responses, gemini, openrouter."
@@ -376,13 +328,7 @@ def eval_cmd(
         "$VICAL_PRICES or the packaged vical/agent/prices.yaml.",
     ),
     seed: int = typer.Option(0, "--seed", help="Run seed; each episode's seed derives from it."),
-    endpoint: str = endpoint_option(),
-    model: str = model_option(),
-    api_key_env: str = API_KEY_ENV,
-    temperature: float = TEMPERATURE,
-    max_output_tokens: int = MAX_OUTPUT_TOKENS,
-    reasoning_effort: str = REASONING_EFFORT,
-    extra_body: str = EXTRA_BODY,
+    api: ApiOptions = API_OPTIONS,
     frames: str = typer.Option(
         "none",
         "--frames",
@@ -480,19 +426,6 @@ def eval_cmd(
     """
     from vical.cli.scale import shard_option
 
-    api = ApiOptions(
-        endpoint=endpoint,
-        model=model,
-        api_key_env=api_key_env,
-        temperature=temperature,
-        max_output_tokens=max_output_tokens,
-        reasoning_effort=reasoning_effort,
-        extra_body=extra_body,
-        rate_limit=rate_limit,
-        request_timeout=request_timeout,
-        max_retry_after=max_retry_after,
-        transport_retries=transport_retries,
-    )
     opts = EvalOptions(
         tasks=tasks,
         out=out or default_out(agent),

@@ -6,20 +6,8 @@ from pathlib import Path
 
 import typer
 
-from vical.cli._common import (
-    API_KEY_ENV,
-    EXTRA_BODY,
-    MAX_OUTPUT_TOKENS,
-    TEMPERATURE,
-    agent_option,
-    console,
-    endpoint_option,
-    fail,
-    interrupted,
-    model_option,
-    say,
-    stop_signals,
-)
+from vical.cli._api import API_OPTIONS, ApiOptions, api_options
+from vical.cli._common import agent_option, console, fail, interrupted, say, stop_signals
 
 wm_app = typer.Typer(help="The world-model track.", no_args_is_help=True)
 
@@ -178,6 +166,7 @@ def wm_eval(
 
 
 @wm_app.command("couple")
+@api_options(reasoning_effort=False)
 def wm_couple(
     tasks: str = typer.Option(
         ..., "--tasks", "-t", help="Comma-separated task id globs (for example 'taxi/*')."
@@ -207,12 +196,7 @@ def wm_couple(
     agent: str = agent_option(
         "random", help="Agent backend (random, openai-chat, openai-responses, ...)."
     ),
-    endpoint: str = endpoint_option(),
-    model: str = model_option(),
-    api_key_env: str = API_KEY_ENV,
-    temperature: float = TEMPERATURE,
-    max_output_tokens: int = MAX_OUTPUT_TOKENS,
-    extra_body: str = EXTRA_BODY,
+    api: ApiOptions = API_OPTIONS,
     runs: int = typer.Option(1, "--runs", min=1, help="Episodes per task."),
     seed: int = typer.Option(0, "--seed", help="Run seed; each episode's seed derives from it."),
     workers: int = typer.Option(None, "--workers", "-j", min=1, help="Parallel episodes."),
@@ -226,7 +210,7 @@ def wm_couple(
     actions before each move; one ordinary run folder per world model (submit and verify
     them like any run), then a table of task score and pass rate per world model."""
     from vical.cli._common import OptionError
-    from vical.cli.eval import ApiOptions, EvalOptions, run_and_report
+    from vical.cli.eval import EvalOptions, run_and_report
     from vical.wm.couple import WORLD_MODELS, Coupling
 
     names = [w.strip() for w in wm.split(",") if w.strip()]
@@ -259,21 +243,6 @@ def wm_couple(
                 f"--wm-endpoint {redact_url(wm_endpoint)}: the world model did not answer a "
                 f"first request ({said}); is its server running?"
             )
-    api = None
-    if agent != "random":
-        api = ApiOptions(
-            endpoint=endpoint,
-            model=model,
-            api_key_env=api_key_env,
-            temperature=temperature,
-            max_output_tokens=max_output_tokens,
-            reasoning_effort=None,
-            extra_body=extra_body,
-            rate_limit=None,
-            request_timeout=request_timeout,
-            max_retry_after=120.0,
-            transport_retries=3,
-        )
     folders = []
     for coupling in couplings:
         folder = out / coupling.world_model
@@ -286,7 +255,7 @@ def wm_couple(
                 workers=workers,
                 frames="none",
                 agent=agent,
-                api=api,
+                api=None if agent == "random" else api,
                 demos=demos,
                 report=True,
                 preflight=preflight,
