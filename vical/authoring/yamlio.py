@@ -10,14 +10,35 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from vical.spec import TASKS_DIR, DemoClip, load_env_file
+from vical.spec import TASKS_DIR, DemoClip, EnvSpec, load_env_file
 
 _ITEM = re.compile(r"^  - ")
+
+
+def _replace_checked(path: Path, text: str, prefix: str, check: Callable[[EnvSpec], None]) -> None:
+    """Put ``text`` in place of the task file ``path`` once it loads (a
+    :class:`~vical.errors.TaskSpecError` otherwise) and passes ``check`` (which raises
+    ValueError); atomic: written to a temporary folder ``prefix…`` beside it, then
+    renamed. The cached task specs are cleared after."""
+    d = Path(tempfile.mkdtemp(dir=path.parent, prefix=prefix))
+    tmp = d / path.name
+    try:
+        tmp.write_text(text)
+        check(load_env_file(tmp))  # load_env_file raises on anything invalid
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+        d.rmdir()
+    from vical.spec import load_envs
+
+    load_envs.cache_clear()
 
 
 def _clip_yaml(clip: DemoClip) -> dict[str, Any]:
@@ -112,22 +133,13 @@ def write_demos(
     path = Path(tasks_dir) / f"{env_key}.yaml"
     lines = path.read_text().splitlines()
     text = "\n".join(render_tasks_block(lines, demos)) + "\n"
-    d = Path(tempfile.mkdtemp(dir=path.parent, prefix=".demos-"))
-    tmp = d / path.name
-    try:
-        tmp.write_text(text)
-        spec = load_env_file(tmp)  # raises on anything invalid
+
+    def check(spec: EnvSpec) -> None:
         for v in spec.tasks:
             if [c.id for c in v.demos] != [c.id for c in demos.get(v.variant, [])]:
                 raise ValueError(f"{env_key}/{v.variant}: demos did not round-trip")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-        d.rmdir()
-    from vical.spec import load_envs
 
-    load_envs.cache_clear()
+    _replace_checked(path, text, ".demos-", check)
     return path
 
 
@@ -173,20 +185,11 @@ def write_start(
         )
     kept[at:at] = _dump({"init_actions": init_actions, "init_source": init_source}, 4)
     text = "\n".join(lines[:first] + kept + lines[end:]) + "\n"
-    d = Path(tempfile.mkdtemp(dir=path.parent, prefix=".start-"))
-    tmp = d / path.name
-    try:
-        tmp.write_text(text)
-        spec = load_env_file(tmp)  # raises on anything invalid
+
+    def check(spec: EnvSpec) -> None:
         got = next(v for v in spec.tasks if v.variant == variant)
         if got.init_actions != init_actions or got.init_source != init_source:
             raise ValueError(f"{env_key}/{variant}: the start sequence did not round-trip")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-        d.rmdir()
-    from vical.spec import load_envs
 
-    load_envs.cache_clear()
+    _replace_checked(path, text, ".start-", check)
     return path
