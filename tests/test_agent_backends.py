@@ -16,6 +16,7 @@ import urllib.request
 
 import pytest
 from agent_support import CLI_KWARGS, data_url_bytes, demo_clips, play
+from conftest import HANG
 
 from vical.agent import get_agent
 from vical.agent.base import agent_names
@@ -312,7 +313,7 @@ def test_server_runs_as_a_module():
         assert ids == ["random", "first", "expert"]
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=HANG)
 
 
 # ------------------------------------------------------------------ through the episode runner

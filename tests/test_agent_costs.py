@@ -7,6 +7,7 @@ import multiprocessing as mp
 import time
 
 import pytest
+from conftest import HANG
 
 from vical.agent.costs import episode_cost, load_prices, price_for
 from vical.agent.ratelimit import RateLimiter
@@ -49,7 +50,7 @@ def test_rate_limit_is_shared_across_processes(tmp_path):
     for p in procs:
         p.start()
     for p in procs:
-        p.join(timeout=30)
+        p.join(timeout=HANG)
     slots = sorted(q.get() for _ in range(6))
     gaps = [b - a for a, b in itertools.pairwise(slots)]
     assert min(gaps) >= 0.1 - 1e-6, gaps  # 600 per minute: one every 0.1 s, across both

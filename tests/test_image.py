@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import HANG
 
 from tests.engine import podman_env
 from vical import __version__
@@ -216,7 +217,7 @@ def docker_host(tmp_path):
         else:
             os.environ["DOCKER_HOST"] = old
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=HANG)
 
 
 def test_one_command_submit_through_docker_sdk_verifies(tmp_path, docker_host):
@@ -379,7 +380,7 @@ def host_baseline():
         yield port
     finally:
         server.terminate()
-        server.wait(timeout=30)
+        server.wait(timeout=HANG)
 
 
 def _containers() -> set[str]:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import HANG
 
 from vical.spec import tasks_digest
 
@@ -31,7 +32,7 @@ def test_hadolint_finds_nothing():
     if not Path(exe).exists():
         pytest.fail("hadolint is missing: pip install -c requirements.lock -e '.[dev]'")
     r = subprocess.run(
-        [exe, "--no-color", str(DOCKERFILE)], capture_output=True, text=True, timeout=60
+        [exe, "--no-color", str(DOCKERFILE)], capture_output=True, text=True, timeout=HANG
     )
     assert r.returncode == 0, r.stdout + r.stderr
 

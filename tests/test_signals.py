@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import HANG
 
 from tests.conftest import processes_naming
 from vical.outcomes import episode_name
@@ -113,7 +114,7 @@ def signalled(
             else:
                 proc.send_signal(sig)
         assert t0 is not None
-        out, err = proc.communicate(timeout=15)
+        out, err = proc.communicate(timeout=HANG)
         return proc.returncode, t0, time.time() - t0, out.decode(), err.decode()
     finally:
         if proc.poll() is None:

@@ -20,6 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from conftest import HANG
 
 from vical.run import RunOptions, run_eval
 from vical.spec import select_tasks
@@ -51,7 +52,7 @@ def _start(args: list[str]) -> tuple[subprocess.Popen, str]:
 
 def _end(proc: subprocess.Popen) -> tuple[int, str, str]:
     try:
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=HANG)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -125,7 +126,7 @@ def test_sigterm_lets_serve_baseline_answer_the_request_in_flight():
         assert line.startswith("stopping: answering the requests in flight")
         proc.send_signal(signal.SIGINT)  # an impatient second signal changes nothing
     finally:
-        asker.join(timeout=60)
+        asker.join(timeout=HANG)
     code, out, err = _end(proc)
     assert answer.get("status") == 200, answer
     assert answer["body"]["choices"][0]["message"]["content"].startswith("[Action:Left]")
@@ -229,7 +230,7 @@ with ctx:
         signal.pause()
 """
     r = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=60
+        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=HANG
     )
     assert r.returncode == 130, r.stderr
     lines = r.stderr.strip().splitlines()

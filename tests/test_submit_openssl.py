@@ -18,6 +18,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from conftest import HANG
 
 from vical.run import RunOptions, run_eval
 from vical.spec import select_tasks
@@ -47,7 +48,7 @@ def sh(script: str, home: Path) -> subprocess.CompletedProcess[str]:
         env={"HOME": str(home), "PATH": os.environ["PATH"], "LC_ALL": "C"},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG,
     )
 
 

@@ -29,6 +29,7 @@ from types import SimpleNamespace
 from unittest import mock
 
 import pytest
+from conftest import HANG
 from fuzz_bundles import CASES, Source, load_source
 from fuzz_bundles.generate import member, tar_bytes, write_gz
 from hypothesis import HealthCheck, event, given, settings
@@ -349,7 +350,7 @@ def test_cli_under_strace_never_opens_manifest_paths(source, tmp_path):
         args = [str(bundle), "--pubkey", str(source.pub)]
         procs[name] = (_cli(args, tmp, stdin=subprocess.PIPE, strace=log), log)
     for name, (proc, log) in procs.items():
-        rc, _, err = _finish(proc, timeout=60)
+        rc, _, err = _finish(proc, timeout=HANG)
         if rc != 1 and "ptrace" in err:
             pytest.skip(f"strace cannot trace here: {err.strip()}")
         _assert_cli_rejection(rc, err, "absolute path|'\\.\\.'")
