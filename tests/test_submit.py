@@ -20,7 +20,8 @@ from vical.spec import select_tasks
 from vical.submit import leaderboard
 from vical.submit.bundle import BundleError, make_bundle
 from vical.submit.keys import key_id, keygen, load_private, public_pem, sign
-from vical.submit.verify import VerifyError, safe_extract, verify_bundle
+from vical.submit.unpack import safe_extract
+from vical.submit.verify import VerifyError, verify_bundle
 
 TASKS = "taxi/state1,taxi/state2,cartpole/seed41,cliffwalking/base"
 

@@ -7,7 +7,8 @@ import unicodedata
 
 import pytest
 
-from vical.submit.unpack import VerifyError, check_submitter, mixed_script
+from vical.submit.labels import check_submitter, mixed_script
+from vical.submit.verdict import VerifyError
 
 BASE = {"team": "Team A", "model": "gpt-x", "endpoint_kind": "openai-chat"}
 

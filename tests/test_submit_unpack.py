@@ -37,11 +37,11 @@ from hypothesis import strategies as st
 
 from vical.run import RunOptions, run_eval
 from vical.spec import select_tasks
-from vical.submit import unpack
+from vical.submit import archive, unpack
 from vical.submit import verify as verify_mod
+from vical.submit.archive import check_rel_path
 from vical.submit.bundle import BUNDLE_FORMAT, make_bundle
 from vical.submit.keys import keygen, load_private
-from vical.submit.unpack import check_rel_path
 from vical.submit.verify import VerifyError, verify_bundle
 
 TASKS = "cliffwalking/base,cartpole/seed41"
@@ -325,9 +325,9 @@ def test_open_bundle_refuses_fifos_devices_and_folders(tmp_path):
     os.mkfifo(fifo)  # nobody writes to it: a blocking open or read would hang
     for path in (fifo, Path("/dev/zero"), Path("/dev/null"), tmp_path):
         with _time_limit(SECONDS), pytest.raises(VerifyError, match="not a regular file"):
-            unpack.open_bundle(path)  # a blocking open of the FIFO would hang
+            archive.open_bundle(path)  # a blocking open of the FIFO would hang
     with pytest.raises(VerifyError, match="cannot open"):
-        unpack.open_bundle(tmp_path / "absent.tar.gz")
+        archive.open_bundle(tmp_path / "absent.tar.gz")
 
 
 @pytest.mark.skipif(STRACE is None, reason="strace not installed")
@@ -434,7 +434,7 @@ def test_make_bundle_writes_format_2_manifest_first(source):
 
 
 def test_valid_bundle_extracts_only_listed_files(source, tmp_path):
-    with unpack.open_bundle(source.bundle) as f:
+    with archive.open_bundle(source.bundle) as f:
         signed = unpack.read_signed_manifest(f, verify_mod.load_keyring([source.pub], None))
         assert signed.total_bytes == source.total
         root = unpack.extract_signed(f, tmp_path / "out", signed)
@@ -443,7 +443,7 @@ def test_valid_bundle_extracts_only_listed_files(source, tmp_path):
 
 
 def test_no_trusted_key_rejected_before_extraction(source, tmp_path):
-    with unpack.open_bundle(source.bundle) as f, pytest.raises(VerifyError, match="no trusted"):
+    with archive.open_bundle(source.bundle) as f, pytest.raises(VerifyError, match="no trusted"):
         unpack.read_signed_manifest(f, {})
 
 
@@ -590,7 +590,7 @@ def test_long_and_non_ascii_names_round_trip(source, tmp_path, fmt):
     bundle.write_bytes(
         gzip.compress(tar_bytes([*src.head(mb, src.sig_bytes(mb)), *src.body(files)], fmt))
     )
-    with unpack.open_bundle(bundle) as f:
+    with archive.open_bundle(bundle) as f:
         signed = unpack.read_signed_manifest(f, verify_mod.load_keyring([source.pub], None))
         root = unpack.extract_signed(f, tmp_path / "out", signed)
     got = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}

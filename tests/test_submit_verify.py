@@ -242,7 +242,7 @@ def test_a_wrong_saved_start_cannot_fail_an_honest_episode(run):
     the verdict."""
     from vical.envs import close_idle, make_env
     from vical.envs.core import _TRUSTED, StartState, frame_sha256
-    from vical.submit.verify import _replay_task, replay_one
+    from vical.submit.replay import replay_one, replay_task
 
     d = run[0]
     payload = (_episode(d / "run") / "eval_result.json").read_text()
@@ -258,7 +258,7 @@ def test_a_wrong_saved_start_cannot_fail_an_honest_episode(run):
 
     _, problems, _ = replay_one(payload, starts="trusted")
     assert problems, "the poisoned start was not used"
-    [(index, name, problems, facts)] = _replay_task([(7, payload)])
+    [(index, name, problems, facts)] = replay_task([(7, payload)])
     assert (index, name, problems) == (7, "taxi__state1__r0", [])
     assert facts["frame_hashes"] == json.loads(payload)["frame_hashes"]
     close_idle()

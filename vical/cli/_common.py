@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from typer import _click
 
     from vical.spec import EnvSpec, TaskSpec
-    from vical.submit.verify import Verdict
+    from vical.submit.verdict import Verdict
 
 console = Console()
 err = Console(stderr=True)

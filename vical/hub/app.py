@@ -324,8 +324,10 @@ def create_app(cfg: HubConfig, engine: Engine | None = None) -> FastAPI:  # noqa
         """Upload a signed bundle (the request body, ``application/gzip``). Signed with
         the team's approved key over the bundle's sha256 (``X-Vical-Sha256``). Returns
         the submission (202), or the existing one (200) when this bundle was sent before."""
+        from vical.submit.archive import open_bundle
         from vical.submit.keys import load_public
-        from vical.submit.unpack import VerifyError, check_sizes, open_bundle, read_signed_manifest
+        from vical.submit.unpack import check_sizes, read_signed_manifest
+        from vical.submit.verdict import VerifyError
 
         address = _client_address(request)
         wait = hub.by_address.hit(address)

@@ -36,7 +36,7 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from vical.submit.unpack import VerifyError
+from vical.submit.verdict import VerifyError
 
 if TYPE_CHECKING:
     from vical.agent.protocol import ProtocolAgent

@@ -11,7 +11,7 @@ further runs (``runs_per_task`` > 1) are summarised apart and never ranked. A
 partial bundle (tasks missing) is listed apart and never ranked beside complete
 ones, nor is a run under an ablation condition. Team, model, date and
 description cannot be proved by verification: they pass a strict schema
-(:func:`vical.submit.unpack.check_submitter`) and are shown as the team states
+(:func:`vical.submit.labels.check_submitter`) and are shown as the team states
 them, escaped in Markdown and HTML. ``add`` and ``build`` either succeed or refuse
 one bundle (or one stored entry) with a one-line reason.
 """
@@ -117,7 +117,7 @@ def _add(
         )
     m = verdict.manifest
     sub = m["submitter"]
-    from vical.submit.unpack import check_submitter
+    from vical.submit.labels import check_submitter
 
     try:
         check_submitter(sub)
@@ -189,7 +189,7 @@ def _create(out: Path, data: bytes) -> None:
 def entry_problem(e: Any) -> str | None:
     """Why a stored entry cannot be shown (None when it can)."""
     from vical.report.table import RunReport
-    from vical.submit.unpack import check_submitter
+    from vical.submit.labels import check_submitter
 
     if not isinstance(e, dict):
         return "not a JSON object"
@@ -345,7 +345,7 @@ def _rows(
     entries: list[dict[str, Any]], references: bool = True, report: str = "report"
 ) -> list[dict[str, Any]]:
     rows = []
-    from vical.submit.unpack import mixed_script
+    from vical.submit.labels import mixed_script
 
     for e in entries:
         cols = e[report]["columns"]

@@ -54,7 +54,7 @@ from typing import Any
 
 from vical.bounded import json_depth_ok
 from vical.submit.kinds import AgentKind, agent_kind, protocol_backend
-from vical.submit.unpack import VerifyError
+from vical.submit.verdict import VerifyError
 
 MAX_LOG_LINE = 1 << 20  # a longer log line is not something vical writes
 MAX_LOG_DEPTH = 64  # JSON nesting deeper than this is not something vical writes

@@ -27,7 +27,7 @@ from vical.errors import VicalError
 from vical.outcomes import episode_name
 from vical.run.results import EvalResult, atomic_write_json
 from vical.run.shard import Shard
-from vical.submit.verify import EpisodeVerdict, Verdict
+from vical.submit.verdict import EpisodeVerdict, Verdict
 
 VERDICT_FORMAT = "vical-verdict/1"
 _EPISODE_FILE = "/eval_result.json"

@@ -13,12 +13,13 @@ not checked, in this order:
 3. both must be JSON objects with the expected field types, the manifest must
    be of format :data:`~vical.submit.bundle.BUNDLE_FORMAT`, the signer's key must
    be in the trusted keyring and its Ed25519 signature must match the manifest's
-   bytes; only then are the manifest's fields read: every path must be a plain
-   relative POSIX path (see :func:`check_rel_path`) and every file has a declared
+   bytes; only then are the manifest's fields read (the submitter's labels by
+   :func:`vical.submit.labels.check_submitter`): every path must be a plain
+   relative POSIX path (see :func:`vical.submit.archive.check_rel_path`) and every file has a declared
    sha256 and size, capped by :data:`MAX_FILES` and :data:`MAX_TOTAL_BYTES`;
 4. only then is anything extracted, by a tar reader written for this purpose
-   (not :mod:`tarfile`, whose pax and long-name handling reads headers of any
-   size into memory): a member must be a regular file the signed manifest
+   (:mod:`vical.submit.archive`; not :mod:`tarfile`, whose pax and long-name
+   handling reads headers of any size into memory): a member must be a regular file the signed manifest
    lists, with exactly its declared size, or a folder on the way to one; it is
    written to a path built from the manifest's validated parts, its sha256
    checked as it streams. Links, devices, FIFOs, sparse files, duplicates,
@@ -26,7 +27,7 @@ not checked, in this order:
 
 Paths in the manifest are never opened on the host; nothing is written outside
 the destination folder; the disk used is at most the signed manifest's declared
-total. Every failure is a :class:`VerifyError` with a one-line message, for a
+total. Every failure is a :class:`~vical.submit.verdict.VerifyError` with a one-line message, for a
 corrupt or truncated gzip stream, a corrupt tar header, a non-UTF-8 name or JSON
 of the wrong type alike.
 
@@ -41,33 +42,35 @@ import hashlib
 import json
 import os
 import re
-import stat
-import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from vical.errors import VicalError
+from vical.submit.archive import (
+    BLOCK,
+    MAX_EXT_HEADER_BYTES,
+    MAX_EXT_HEADERS,
+    RESERVED,
+    Member,
+    Stream,
+    check_member,
+    check_rel_path,
+    members,
+    open_bundle,
+)
 from vical.submit.bundle import BUNDLE_FORMAT, TOP
 from vical.submit.keys import DEFAULT_KEYRING, check, key_id, load_public
+from vical.submit.labels import check_submitter
+from vical.submit.verdict import VerifyError
 
 MAX_MANIFEST_BYTES = 16 * 1024**2
 MAX_SIG_BYTES = 64 * 1024
 MAX_FILES = 200_000
 MAX_TOTAL_BYTES = 4 * 1024**3
-MAX_EXT_HEADER_BYTES = 64 * 1024  # one pax header or GNU long name
-MAX_EXT_HEADERS = 3  # extension headers in a row before one member
-MAX_PATH_BYTES = 1024
-MAX_PART_BYTES = 255
 # how far the manifest search may read when the manifest is not first
 MAX_SCAN_MEMBERS = MAX_FILES + 1000
 MAX_SCAN_BYTES = MAX_TOTAL_BYTES + 512 * 1024**2
 
-RESERVED = ("manifest.json", "manifest.sig")
-_BLOCK = 512
-_CHUNK = 1 << 20
-_RECORD = 20 * _BLOCK  # tar pads an archive to a whole record of 10 KiB
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 # manifest fields (besides format and files) and the JSON type each must have
 _MANIFEST_FIELDS: dict[str, type | tuple[type, ...]] = {
@@ -78,22 +81,7 @@ _MANIFEST_FIELDS: dict[str, type | tuple[type, ...]] = {
     "fingerprint": dict,
     "summary": dict,
 }
-_SUBMITTER_FIELDS = ("team", "model", "endpoint_kind")
-# what verify cannot prove, shown on the leaderboard as the team states it: a strict
-# schema (type, length in characters, no control/format characters) for each field
-SUBMITTER_LIMITS = {"team": 80, "model": 120, "endpoint_kind": 64, "date": 40, "description": 500}
-MAX_GENERATION_BYTES = 16 * 1024  # the generation settings, as canonical JSON
 MAX_MANIFEST_DEPTH = 32
-
-
-class VerifyError(VicalError, ValueError):
-    """A bundle failed a check; the message names the check and what is wrong."""
-
-    exit_code = 1  # rejected (2 is kept for "could not run")
-
-    def __init__(self, stage: str, msg: str):
-        super().__init__(f"[{stage}] {msg}")
-        self.stage = stage
 
 
 @dataclass(frozen=True)
@@ -118,339 +106,18 @@ class SignedManifest:
         return sum(f.size for f in self.files.values())
 
 
-# -- paths ---------------------------------------------------------------------
-def _bad_char(s: str) -> str | None:
-    for c in s:
-        if c == "\\":
-            return "a backslash"
-        if ord(c) < 0x20 or ord(c) == 0x7F:
-            return f"control character {c!r}"
-    return None
-
-
-def check_rel_path(rel: Any, stage: str = "manifest", reserved_ok: bool = False) -> tuple[str, ...]:
-    """The parts of ``rel``, a file path inside ``bundle/``, or raise :class:`VerifyError`.
-
-    Allowed: a relative POSIX path of non-empty parts other than ``.`` and ``..``,
-    without backslashes, NUL or other control characters, valid UTF-8, at most
-    :data:`MAX_PATH_BYTES` long, and not one of the two manifest files.
-    """
-    if not isinstance(rel, str):
-        raise VerifyError(stage, f"path {rel!r} is not a string")
-    try:
-        size = len(rel.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise VerifyError(stage, f"path {rel!r} is not valid UTF-8") from None
-    if not rel:
-        raise VerifyError(stage, "empty path")
-    if size > MAX_PATH_BYTES:
-        raise VerifyError(stage, f"path {rel[:80]!r}... is longer than {MAX_PATH_BYTES} bytes")
-    if rel.startswith("/"):
-        raise VerifyError(stage, f"absolute path {rel!r}: paths must be relative to {TOP}/")
-    bad = _bad_char(rel)
-    if bad:
-        raise VerifyError(stage, f"path {rel!r} contains {bad}")
-    parts = tuple(rel.split("/"))
-    for part in parts:
-        if part == "..":
-            raise VerifyError(stage, f"path with '..' {rel!r}")
-        if part in ("", "."):
-            raise VerifyError(stage, f"path {rel!r} has an empty or '.' part")
-        if len(part.encode()) > MAX_PART_BYTES:
-            raise VerifyError(stage, f"path {rel!r} has a part longer than {MAX_PART_BYTES} bytes")
-    if rel in RESERVED and not reserved_ok:
-        raise VerifyError(stage, f"{rel!r} cannot be listed as a bundle file")
-    return parts
-
-
-# -- the bundle file and its decompressed stream -----------------------------------
-def open_bundle(bundle: Path) -> BinaryIO:
-    """Open ``bundle`` for reading; it must be a regular file (never a FIFO or device)."""
-    try:
-        fd = os.open(bundle, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as e:
-        raise VerifyError("unpack", f"{bundle}: cannot open ({e.strerror})") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise VerifyError("unpack", f"{bundle}: not a regular file (device, FIFO or folder)")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-class _Gunzip:
-    """One gzip member, decompressed forward in bounded pieces; :meth:`rest` is what
-    follows the member in the file (a second member or any trailing bytes)."""
-
-    def __init__(self, raw: BinaryIO):
-        self.raw = raw
-        self.d = zlib.decompressobj(wbits=31)  # gzip header and trailer, one member
-        self.buf = b""  # decompressed, not yet read (at most _CHUNK bytes)
-        self.at = 0
-
-    def read(self, n: int) -> bytes:
-        while self.at >= len(self.buf) and not self.d.eof:
-            src = self.d.unconsumed_tail or self.raw.read(_CHUNK)
-            if not src:
-                raise EOFError("the compressed stream ends before its end marker")
-            self.buf, self.at = self.d.decompress(src, _CHUNK), 0
-        out = self.buf[self.at : self.at + n]
-        self.at += len(out)
-        return out
-
-    def rest(self) -> bytes:
-        """Up to a few bytes past the end of the member (b"": the file ends with it)."""
-        return self.d.unused_data[:16] or self.raw.read(16)
-
-
-class _Stream:
-    """The archive's bytes (gunzipped if needed), read forward only, with a cap."""
-
-    def __init__(self, raw: BinaryIO, limit: int):
-        raw.seek(0)
-        magic = raw.read(2)
-        raw.seek(0)
-        self._f: _Gunzip | BinaryIO = _Gunzip(raw) if magic == b"\x1f\x8b" else raw
-        self.pos = 0
-        self.limit = limit
-
-    def finish(self) -> None:
-        """At the end-of-archive marker: what follows may only be the tar's zero padding
-        (to its 10 KiB record), then the end of the compressed stream and of the file."""
-        left = _RECORD + 2 * _BLOCK
-        while True:
-            chunk = self._read_some(min(left, _CHUNK)) if left else self._read_some(1)
-            if not chunk:
-                break
-            if not left or chunk.count(0) != len(chunk):
-                raise VerifyError(
-                    "unpack", f"data after the end of the archive (near byte {self.pos}): refusing"
-                )
-            self.pos += len(chunk)
-            left -= len(chunk)
-        if isinstance(self._f, _Gunzip) and self._f.rest():
-            raise VerifyError("unpack", "bytes after the end of the compressed stream: refusing")
-
-    def _read_some(self, n: int) -> bytes:
-        try:
-            return self._f.read(n)
-        except (OSError, EOFError, zlib.error) as e:
-            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise VerifyError(
-                "unpack", f"gzip stream corrupt or truncated near byte {self.pos}: {msg}"
-            ) from None
-
-    def read(self, n: int, at_header: bool = False) -> bytes:
-        """Exactly ``n`` bytes; ``b""`` at a clean end of stream when ``at_header``."""
-        if self.pos + n > self.limit:
-            raise VerifyError(
-                "unpack", f"archive longer than the {self.limit} bytes allowed: refusing"
-            )
-        out = bytearray()
-        while len(out) < n:
-            chunk = self._read_some(min(n - len(out), _CHUNK))
-            if not chunk:
-                if at_header and not out:
-                    return b""
-                raise VerifyError(
-                    "unpack", f"archive truncated: ends at byte {self.pos + len(out)} mid-member"
-                )
-            out += chunk
-        self.pos += n
-        return bytes(out)
-
-    def chunks(self, n: int, name: str) -> Iterator[bytes]:
-        """The ``n`` data bytes of member ``name``, in pieces of at most 1 MiB."""
-        if self.pos + n > self.limit:
-            raise VerifyError(
-                "unpack",
-                f"member {name!r} declares {n} bytes, past the {self.limit} bytes "
-                "this archive may hold: refusing",
-            )
-        while n > 0:
-            piece = self.read(min(n, _CHUNK))
-            n -= len(piece)
-            yield piece
-
-
-# -- tar headers -------------------------------------------------------------------
-@dataclass
-class _Member:
-    name: str
-    kind: str  # "file", "dir", "hardlink", "symlink", "chardev", "blockdev", "fifo", ...
-    size: int
-    linkname: str
-    offset: int
-
-
-_KINDS = {
-    b"0": "file",
-    b"\0": "file",
-    b"7": "file-contiguous",
-    b"1": "hardlink",
-    b"2": "symlink",
-    b"3": "chardev",
-    b"4": "blockdev",
-    b"5": "dir",
-    b"6": "fifo",
-    b"S": "sparse",
-}
-
-
-def _corrupt(offset: int, what: str) -> VerifyError:
-    return VerifyError("unpack", f"corrupt tar header at byte {offset}: {what}")
-
-
-def _number(field: bytes, offset: int, what: str) -> int:
-    if field and field[0] & 0x80:  # GNU base-256
-        if field[0] == 0xFF:
-            raise _corrupt(offset, f"negative {what}")
-        return int.from_bytes(bytes([field[0] & 0x7F]) + field[1:], "big")
-    s = field.split(b"\0", 1)[0].strip(b" ")
-    if not s:
-        return 0
-    if not re.fullmatch(rb"[0-7]+", s):
-        raise _corrupt(offset, f"{what} {s[:20]!r} is not an octal number")
-    return int(s, 8)
-
-
-def _text(raw: bytes, offset: int, what: str) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise VerifyError(
-            "unpack", f"tar member at byte {offset}: {what} {raw[:80]!r} is not UTF-8"
-        ) from None
-
-
-def _cstr(field: bytes) -> bytes:
-    return field.split(b"\0", 1)[0]
-
-
-def _parse_pax(data: bytes, offset: int) -> dict[str, str]:
-    out: dict[str, str] = {}
-    pos = 0
-    while pos < len(data):
-        if data[pos:].strip(b"\0") == b"":
-            break
-        sp = data.find(b" ", pos, pos + 12)
-        if sp < 0 or not data[pos:sp].isdigit():
-            raise _corrupt(offset, "bad pax record length")
-        length = int(data[pos:sp])
-        record = data[pos : pos + length]
-        if length <= sp - pos + 1 or len(record) != length or not record.endswith(b"\n"):
-            raise _corrupt(offset, "bad pax record")
-        key, eq, value = record[sp - pos + 1 : -1].partition(b"=")
-        if not eq:
-            raise _corrupt(offset, "pax record without '='")
-        out[_text(key, offset, "pax key")] = _text(value, offset, "pax value")
-        pos += length
-    return out
-
-
-def _members(stream: _Stream) -> Iterator[_Member]:
-    """Tar members in order; extension headers are applied, their data capped."""
-    pending: dict[str, str] = {}
-    ext = 0
-    while True:
-        offset = stream.pos
-        hdr = stream.read(_BLOCK, at_header=True)
-        if not hdr or hdr == bytes(_BLOCK):
-            if ext:
-                raise _corrupt(offset, "extension header without a member after it")
-            return
-        stored = _number(hdr[148:156], offset, "checksum")
-        unsigned = sum(hdr[:148]) + 8 * 32 + sum(hdr[156:])
-        signed = unsigned - 256 * sum(1 for b in hdr[:148] + hdr[156:] if b & 0x80)
-        if stored not in (unsigned, signed):
-            raise _corrupt(offset, "checksum mismatch")
-        typeflag = hdr[156:157]
-        size = _number(hdr[124:136], offset, "size")
-        if typeflag in (b"x", b"L", b"K"):
-            ext += 1
-            if ext > MAX_EXT_HEADERS:
-                raise _corrupt(offset, f"more than {MAX_EXT_HEADERS} extension headers in a row")
-            if size > MAX_EXT_HEADER_BYTES:
-                raise VerifyError(
-                    "unpack",
-                    f"extension header at byte {offset} is {size} bytes "
-                    f"(more than {MAX_EXT_HEADER_BYTES}): refusing",
-                )
-            data = stream.read(-(-size // _BLOCK) * _BLOCK)[:size]
-            if typeflag == b"x":
-                pending.update(_parse_pax(data, offset))
-            else:
-                key = "path" if typeflag == b"L" else "linkpath"
-                pending[key] = _text(_cstr(data), offset, "GNU long name")
-            continue
-        if typeflag == b"g":
-            raise VerifyError("unpack", f"global pax header at byte {offset}: not supported")
-        name_raw = _cstr(hdr[0:100])
-        if hdr[257:263] == b"ustar\0":  # POSIX ustar: a prefix may hold the start of the name
-            prefix = _cstr(hdr[345:500])
-            if prefix:
-                name_raw = prefix + b"/" + name_raw
-        name = pending.get("path") or _text(name_raw, offset, "member name")
-        linkname = pending.get("linkpath") or _text(_cstr(hdr[157:257]), offset, "link name")
-        if any(k.startswith("GNU.sparse") for k in pending):
-            kind = "sparse"
-        else:
-            kind = _KINDS.get(typeflag, f"type {typeflag!r}")
-        if "size" in pending:
-            if not pending["size"].isdigit() or len(pending["size"]) > 20:
-                raise _corrupt(offset, f"pax size {pending['size'][:30]!r}")
-            size = int(pending["size"])
-        if kind == "file" and typeflag == b"\0" and name.endswith("/"):
-            kind = "dir"
-        pending, ext = {}, 0
-        yield _Member(name, kind, size, linkname, offset)
-
-
-def _check_member(m: _Member) -> tuple[str, ...]:
-    """Parts under ``bundle/`` of an acceptable member (a regular file or a folder)."""
-    name = m.name
-    if name.startswith("/"):
-        raise VerifyError("unpack", f"absolute path in archive: {name!r}")
-    if ".." in name.split("/"):
-        raise VerifyError("unpack", f"path with '..' in archive: {name!r}")
-    if m.kind in ("hardlink", "symlink"):
-        raise VerifyError("unpack", f"link in archive: {name!r} -> {m.linkname!r} ({m.kind})")
-    if m.kind in ("chardev", "blockdev", "fifo"):
-        raise VerifyError("unpack", f"special file (device/fifo) in archive: {name!r} ({m.kind})")
-    if m.kind == "sparse":
-        raise VerifyError("unpack", f"sparse file in archive: {name!r}")
-    if m.kind not in ("file", "dir"):
-        raise VerifyError("unpack", f"unsupported member {name!r} ({m.kind})")
-    if m.kind == "dir":
-        name = name.rstrip("/")
-        if m.size:
-            raise VerifyError("unpack", f"folder {m.name!r} carries {m.size} bytes of data")
-    elif name.endswith("/"):
-        raise VerifyError("unpack", f"regular file with a folder name: {name!r}")
-    if name == TOP:
-        if m.kind == "file":
-            raise VerifyError("unpack", f"{TOP!r} is a file; it must be the bundle's folder")
-        return ()
-    if not name.startswith(TOP + "/"):
-        raise VerifyError("unpack", f"file outside '{TOP}/' in archive: {name!r}")
-    return check_rel_path(name[len(TOP) + 1 :], stage="unpack", reserved_ok=True)
-
-
 # -- 1-3. manifest and signature ---------------------------------------------------
 def _read_manifest_pair(f: BinaryIO) -> tuple[bytes, bytes]:
-    stream = _Stream(f, MAX_SCAN_BYTES)
+    stream = Stream(f, MAX_SCAN_BYTES)
     found: dict[str, bytes] = {}
     caps = {"manifest.json": MAX_MANIFEST_BYTES, "manifest.sig": MAX_SIG_BYTES}
-    for count, m in enumerate(_members(stream)):
+    for count, m in enumerate(members(stream)):
         if count >= MAX_SCAN_MEMBERS:
             raise VerifyError(
                 "manifest", f"no manifest.json and manifest.sig in the first {count} members"
             )
-        parts = _check_member(m)
-        data_len = -(-m.size // _BLOCK) * _BLOCK
+        parts = check_member(m)
+        data_len = -(-m.size // BLOCK) * BLOCK
         if len(parts) == 1 and parts[0] in caps and m.kind == "dir":
             raise VerifyError("manifest", f"{m.name!r} is a folder, not a file")
         if len(parts) != 1 or parts[0] not in caps or m.kind != "file":
@@ -555,112 +222,6 @@ def _check_fields(manifest: dict[str, Any]) -> dict[str, FileEntry]:
     return files
 
 
-def _label_problem(value: Any, limit: int) -> str | None:
-    """Why ``value`` cannot be shown as a label (None when it can)."""
-    import unicodedata
-
-    if not isinstance(value, str):
-        return f"is not a string ({type(value).__name__})"
-    if not value.strip():
-        return "is empty"
-    if len(value) > limit:
-        return f"is longer than {limit} characters"
-    if value != value.strip():
-        return "starts or ends with white space"
-    run = 0
-    for c in value:
-        cat = unicodedata.category(c)
-        if cat in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp") or (cat == "Zs" and c != " "):
-            return f"contains character U+{ord(c):04X} ({cat})"
-        if c in INVISIBLE:
-            return f"contains character U+{ord(c):04X} (shown as nothing)"
-        run = run + 1 if cat in ("Mn", "Mc", "Me") else 0
-        if run > MAX_COMBINING_RUN:
-            return f"stacks more than {MAX_COMBINING_RUN} combining marks on one character"
-    if unicodedata.normalize("NFKC", value) != value:
-        return "is not in Unicode normal form NFKC (write it as its NFKC form)"
-    if not any(unicodedata.category(c)[0] in "LN" for c in value):
-        return "holds no letter or digit"
-    return None
-
-
-# characters that show as nothing although no category says so (fillers, blank patterns)
-INVISIBLE = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5\u180e")
-MAX_COMBINING_RUN = 2  # more combining marks on one base than any script writes in a name
-
-
-def label_scripts(value: str) -> set[str]:
-    """The scripts of a label's letters (the first word of each letter's Unicode name:
-    LATIN, CYRILLIC, GREEK, ...); digits, marks and punctuation belong to none."""
-    import unicodedata
-
-    out = set()
-    for c in value:
-        if unicodedata.category(c).startswith("L"):
-            script = unicodedata.name(c, "UNKNOWN").split(" ")[0]
-            out.add("CJK" if script in _EAST_ASIAN else script)
-    return out
-
-
-# scripts one word of Chinese, Japanese or Korean mixes by nature
-_EAST_ASIAN = frozenset(
-    {"CJK", "HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA", "HANGUL", "HALFWIDTH", "FULLWIDTH"}
-)
-
-
-def mixed_script(value: str) -> bool:
-    """Whether a word of ``value`` mixes letters of two scripts (a look-alike of a name
-    in one script, such as Cyrillic letters in a Latin word): flagged on the board."""
-    import re
-
-    return any(len(label_scripts(w)) > 1 for w in re.split(r"[\s\W_]+", value) if w)
-
-
-def check_submitter(sub: dict[str, Any]) -> None:
-    """The submitter's labels pass a strict schema, or :class:`VerifyError`.
-
-    ``team``, ``model``, ``endpoint_kind`` (required), ``date`` (an ISO 8601 date or
-    time) and ``description`` (optional) are strings of printable characters within
-    :data:`SUBMITTER_LIMITS`; ``generation`` (optional) is a JSON object of at most
-    :data:`MAX_GENERATION_BYTES`. Nothing else.
-    """
-    from datetime import datetime
-
-    extra = sorted(str(k) for k in sub if k not in (*SUBMITTER_LIMITS, "generation"))
-    if extra:
-        raise VerifyError("manifest", f"unknown field 'submitter.{extra[0][:40]}'")
-    for key, limit in SUBMITTER_LIMITS.items():
-        if key not in sub and key not in _SUBMITTER_FIELDS:
-            continue
-        if key not in sub:
-            raise VerifyError("manifest", f"field 'submitter.{key}' is missing")
-        problem = _label_problem(sub[key], limit)
-        if problem:
-            raise VerifyError("manifest", f"field 'submitter.{key}' {problem}")
-    if "date" in sub:
-        try:
-            datetime.fromisoformat(sub["date"])
-        except ValueError:
-            raise VerifyError(
-                "manifest", "field 'submitter.date' is not an ISO 8601 date"
-            ) from None
-    if "generation" in sub:
-        gen = sub["generation"]
-        if not isinstance(gen, dict):
-            raise VerifyError("manifest", "field 'submitter.generation' is not a JSON object")
-        try:
-            size = len(json.dumps(gen, sort_keys=True, allow_nan=False))
-        except (ValueError, RecursionError):
-            raise VerifyError(
-                "manifest", "field 'submitter.generation' is not plain JSON"
-            ) from None
-        if size > MAX_GENERATION_BYTES:
-            raise VerifyError(
-                "manifest",
-                f"field 'submitter.generation' is larger than {MAX_GENERATION_BYTES} bytes",
-            )
-
-
 def _manifest_depth_ok(value: Any) -> bool:
     """Whether a parsed manifest nests at most MAX_MANIFEST_DEPTH deep."""
     stack = [(value, 0)]
@@ -709,13 +270,13 @@ def _extract(
     folders = _listed_folders(listed)
     if listed is not None:
         max_files = len(listed)
-    stream = _Stream(f, _read_limit(listed, folders) + 2 * _BLOCK)
+    stream = Stream(f, _read_limit(listed, folders) + 2 * BLOCK)
     seen: set[str] = set()
     seen_dirs: set[str] = set()
     total = 0
     count = 0
-    for m in _members(stream):
-        parts = _check_member(m)
+    for m in members(stream):
+        parts = check_member(m)
         rel = "/".join(parts)
         if m.kind == "dir":
             _check_folder(m, rel, seen, seen_dirs, listed, folders, max_files)
@@ -725,7 +286,7 @@ def _extract(
             if rel in seen:
                 raise VerifyError("unpack", f"duplicate member {m.name!r}")
             seen.add(rel)  # already read and checked by read_signed_manifest
-            for _ in stream.chunks(-(-m.size // _BLOCK) * _BLOCK, m.name):
+            for _ in stream.chunks(-(-m.size // BLOCK) * BLOCK, m.name):
                 pass
             continue
         entry = _check_file(m, parts, seen, seen_dirs, listed)
@@ -762,13 +323,13 @@ def _read_limit(listed: dict[str, FileEntry] | None, folders: set[str]) -> int:
         return MAX_SCAN_BYTES
     limit = sum(e.size for e in listed.values()) + MAX_MANIFEST_BYTES + MAX_SIG_BYTES
     limit += (len(listed) + len(folders) + 4) * (
-        MAX_EXT_HEADERS * (MAX_EXT_HEADER_BYTES + _BLOCK) + _BLOCK
+        MAX_EXT_HEADERS * (MAX_EXT_HEADER_BYTES + BLOCK) + BLOCK
     )
     return limit
 
 
 def _check_folder(
-    m: _Member,
+    m: Member,
     rel: str,
     seen: set[str],
     seen_dirs: set[str],
@@ -788,7 +349,7 @@ def _check_folder(
 
 
 def _check_file(
-    m: _Member,
+    m: Member,
     parts: tuple[str, ...],
     seen: set[str],
     seen_dirs: set[str],
@@ -815,7 +376,7 @@ def _check_file(
     return entry
 
 
-def _write_member(stream: _Stream, m: _Member, target: Path, rel: str) -> str:
+def _write_member(stream: Stream, m: Member, target: Path, rel: str) -> str:
     """Write a file member's content to a new file ``target``; its sha256 (hex)."""
     digest = hashlib.sha256()
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
@@ -824,7 +385,7 @@ def _write_member(stream: _Stream, m: _Member, target: Path, rel: str) -> str:
         fd = os.open(target, flags, 0o644)
         with os.fdopen(fd, "wb") as out:
             left = m.size
-            for piece in stream.chunks(-(-m.size // _BLOCK) * _BLOCK, m.name):
+            for piece in stream.chunks(-(-m.size // BLOCK) * BLOCK, m.name):
                 data = piece[:left]
                 left -= len(data)
                 digest.update(data)

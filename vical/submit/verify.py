@@ -20,14 +20,17 @@ Checks, in order, stopping at the first stage that fails:
 5. coverage (every task present, unless the bundle says it is partial);
 6. replay: every episode's actions are replayed in the simulator, in
    parallel; frame hashes, score, pass, outcome and failure mode must equal
-   the claims. The verdict's results are rebuilt from the replay and this
-   vical's task data (:func:`verified_result`): the leaderboard reads those,
+   the claims (:mod:`vical.submit.replay`). The verdict's results are rebuilt
+   from the replay and this vical's task data
+   (:func:`vical.submit.replay.verified_result`): the leaderboard reads those,
    never a field the submitter wrote.
 
+A world-model bundle is checked instead by :mod:`vical.submit.wmcheck`.
+
 Each task's episodes are replayed by one worker with one simulator, whose start
-state is saved once and restored for the others (:func:`_replay_task`; an
-episode that disagrees with its claims is replayed again from replayed starts
-before its verdict). Replay runs through :func:`vical.run.pool.run_pool`: Ctrl-C (SIGINT) or
+state is saved once and restored for the others
+(:func:`vical.submit.replay.replay_task`; an episode that disagrees with its claims
+is replayed again from replayed starts before its verdict). Replay runs through :func:`vical.run.pool.run_pool`: Ctrl-C (SIGINT) or
 SIGTERM raises :class:`vical.run.pool.Interrupted` within a few seconds with
 no replay worker left running. Verification only reads the bundle, so an
 interrupted check leaves nothing behind and can simply be run again.
@@ -35,21 +38,16 @@ interrupted check leaves nothing behind and can simply be run again.
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from vical.outcomes import (
-    AGENT_FAILURES,
-    INFRASTRUCTURE_FAILURES,
-    episode_failure,
-    episode_name,
-    short_tasks,
-)
-from vical.run.pool import run_pool
+from vical.outcomes import episode_name, short_tasks
+from vical.run.pool import Interrupted, run_pool
 from vical.run.results import EvalResult, RunManifest
 from vical.run.shard import Shard, select_results
 from vical.spec import all_tasks, tasks_digest
@@ -58,44 +56,17 @@ from vical.submit.keys import DEFAULT_KEYRING as DEFAULT_KEYRING  # re-exported:
 from vical.submit.keys import key_id, load_public
 from vical.submit.kinds import agent_kind, bundle_kind, world_model_kind
 from vical.submit.logcheck import check_log
-from vical.submit.unpack import VerifyError as VerifyError  # re-exported: what verify raises
-from vical.submit.unpack import safe_extract as safe_extract  # re-exported for tools and tests
+from vical.submit.replay import Replayed, replay_task, verified_result
 from vical.submit.unpack import unpack_bundle
+from vical.submit.verdict import EpisodeVerdict, Verdict, first_line
+from vical.submit.verdict import VerifyError as VerifyError  # re-exported: what verify raises
+from vical.submit.wmcheck import verify_wm
 
 if TYPE_CHECKING:
     from vical.wm.couple import CheckedRollout
 
-
-@dataclass
-class EpisodeVerdict:
-    episode: str
-    ok: bool
-    problems: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Verdict:
-    ok: bool
-    manifest: dict[str, Any]
-    episodes: list[EpisodeVerdict]
-    partial: bool
-    signer: str
-    results: list[EvalResult] = field(default_factory=list)
-    # the ablation condition the run declares and its logs were checked against:
-    # {"rules": "basic" | "detailed", "demos": bool}
-    condition: dict[str, Any] | None = None
-    # the run's agent (a kind of vical.submit.kinds.AGENT_KINDS; None for a world-model
-    # bundle) and whether its runs can ever be ranked (the references never are)
-    agent: str | None = None
-    rankable: bool = False
-    # set when an episode's replay disagrees with its claims: the submitter's machine
-    # (from the bundle's fingerprint, None when it has none) and this one's, each with
-    # its self-check, so both sides can see whether the machines explain it
-    machines: dict[str, Any] | None = None
-
-    @property
-    def mismatches(self) -> list[EpisodeVerdict]:
-        return [e for e in self.episodes if not e.ok]
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 # -- 2. manifest and signature ---------------------------------------------
@@ -114,8 +85,6 @@ def load_keyring(pubkeys: list[Path] | None, keyring: Path | None) -> dict[str, 
 
 
 # -- 3-5. schema, dataset version, coverage, consistency ----------------------
-# what only the agent can end an episode with (infrastructure failures are not results)
-AGENT_ENDINGS = AGENT_FAILURES - INFRASTRUCTURE_FAILURES
 
 
 def read_run_manifest(root: Path) -> RunManifest:
@@ -124,7 +93,7 @@ def read_run_manifest(root: Path) -> RunManifest:
     try:
         run = RunManifest.model_validate_json((root / "run" / "manifest.json").read_bytes())
     except (OSError, ValueError, RecursionError) as e:  # ValidationError, bad UTF-8
-        raise VerifyError("schema", f"run/manifest.json: {_first_line(e)}") from None
+        raise VerifyError("schema", f"run/manifest.json: {first_line(e)}") from None
     if not 1 <= run.runs_per_task <= MAX_RUNS_PER_TASK:
         raise VerifyError(
             "schema",
@@ -233,7 +202,7 @@ def check_contents(
         try:
             r = EvalResult.model_validate_json(rpath.read_bytes())
         except (ValueError, RecursionError) as e:  # ValidationError, bad UTF-8
-            raise VerifyError("schema", f"{rel}/eval_result.json: {_first_line(e)}") from None
+            raise VerifyError("schema", f"{rel}/eval_result.json: {first_line(e)}") from None
         expected = episode_name(f"{r.env}/{r.variant}", r.run_index)
         if folder.name != expected or r.task_id != f"{r.env}/{r.variant}":
             raise VerifyError("schema", f"{rel}: folder and ids disagree")
@@ -310,147 +279,6 @@ def check_contents(
     return results
 
 
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return " ".join(text[:3])[:300] if text else type(e).__name__
-
-
-# -- 6. replay ---------------------------------------------------------------
-def replay_one(
-    result_json: str, starts: str = "replayed", jpegs: dict[int, str] | None = None
-) -> tuple[str, list[str], dict[str, Any]]:
-    """Replay one episode's actions.
-
-    Returns (episode name, problems, what the simulator says: score, passed,
-    outcome, failure_mode, steps, frame_hashes). Only that third part, with
-    this vical's task data, reaches the leaderboard. ``starts`` is how the
-    environment reaches its start state (:func:`vical.envs.make_env`); the
-    default replays it, the slow path that needs no snapshot at all. ``jpegs``: the
-    sha256 of the JPEG each logged request showed for the frame of a step
-    (:func:`vical.submit.logcheck.check_log`); each must be the protocol's JPEG of
-    the replayed frame.
-    """
-    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-    from vical.envs import make_env
-    from vical.envs.core import frame_sha256
-
-    r = EvalResult.model_validate_json(result_json)
-    name = episode_name(r.task_id, r.run_index)
-    problems = []
-    env = make_env(r.task_id, starts=starts)
-    jpegs = jpegs or {}
-    shown: list[str] = []
-
-    def check_jpeg(step: int, frame: Any) -> None:
-        want = jpegs.get(step)
-        if want is not None and not shown:
-            from vical.agent.protocol import encode_jpeg, sha256_hex
-
-            if sha256_hex(encode_jpeg(frame)) != want:
-                shown.append(f"the request of step {step} showed another frame than the replay's")
-
-    try:
-        start_frame = env.reset()
-        hashes = [frame_sha256(start_frame)]
-        check_jpeg(0, start_frame)
-        played = 0
-        for i, a in enumerate(r.actions):
-            if env.done:
-                problems.append(f"episode ended before logged action {i + 1}")
-                break
-            try:
-                s = env.step(a)
-                hashes.append(s.frame_sha256)
-                if i + 1 in jpegs:
-                    check_jpeg(i + 1, s.frame)
-            except ValueError as e:
-                problems.append(f"action {i + 1} {a!r} rejected: {e}")
-                break
-            played += 1
-        problems += shown
-        if hashes != r.frame_hashes:
-            first = next(
-                (i for i, (x, y) in enumerate(zip(hashes, r.frame_hashes, strict=False)) if x != y),
-                min(len(hashes), len(r.frame_hashes)),
-            )
-            problems.append(f"frame hashes differ from frame {first}")
-        score, passed, outcome = env.score(), env.passed(), env.outcome
-        if score != r.score:
-            problems.append(f"score claimed {r.score}, replay gives {score}")
-        if passed != r.passed:
-            problems.append(f"pass claimed {r.passed}, replay gives {passed}")
-        if env.done:
-            failure = episode_failure(outcome, passed)
-            if outcome != r.outcome:
-                problems.append(f"outcome claimed {r.outcome}, replay gives {outcome}")
-            if r.failure_mode in AGENT_ENDINGS:
-                problems.append(f"failure {r.failure_mode} claimed, but the episode ended itself")
-        else:
-            # only the agent may end an episode before the simulator does
-            failure = r.failure_mode if r.failure_mode in AGENT_ENDINGS else None
-            if failure is None:
-                problems.append(
-                    f"the episode stops after {played} actions without ending and without an "
-                    "agent failure"
-                )
-        if failure != r.failure_mode:
-            problems.append(f"failure mode claimed {r.failure_mode}, replay gives {failure}")
-        if r.steps != len(r.actions):
-            problems.append(f"steps {r.steps} but {len(r.actions)} actions logged")
-        facts = {
-            "score": score,
-            "passed": passed,
-            "outcome": outcome,
-            "failure_mode": failure,
-            "steps": played,
-            "frame_hashes": hashes,
-        }
-    finally:
-        env.close()
-    return name, problems, facts
-
-
-def verified_result(claimed: EvalResult, facts: dict[str, Any]) -> EvalResult:
-    """The result the leaderboard may use: ids and actions from the bundle, every
-    scored field (score, pass, outcome, failure mode, steps, tags, budget) from the
-    replay and this vical's task data."""
-    from vical.spec import get_task
-
-    task = get_task(claimed.task_id)
-    return claimed.model_copy(
-        update={
-            **facts,
-            "env": task.env.env,
-            "variant": task.variant.variant,
-            "tags": task.env.tags.model_dump(),
-            "max_steps": task.max_steps,
-            "actions": claimed.actions[: facts["steps"]],
-        }
-    )
-
-
-_Replayed = tuple[int, str, list[str], dict[str, Any]]
-
-
-def _replay_task(job: list[tuple[Any, ...]]) -> list[_Replayed]:
-    """Replay the numbered episodes of one task, in one process and one simulator.
-
-    The task's start state is saved at its first reset and restored for the
-    others without the snapshot check (``starts="trusted"``); an episode whose
-    replay disagrees with its claims is replayed again from replayed starts, and
-    only that second replay decides its verdict. A bundle that matches costs one
-    replayed start per task; a mismatch costs one more, never a wrong verdict.
-    """
-    out = []
-    for index, result_json, *rest in job:
-        jpegs = rest[0] if rest else None
-        name, problems, facts = replay_one(result_json, starts="trusted", jpegs=jpegs)
-        if problems:
-            name, problems, facts = replay_one(result_json, starts="replayed", jpegs=jpegs)
-        out.append((index, name, problems, facts))
-    return out
-
-
 class UnexpectedError(VerifyError):
     """The last resort: a check failed in a way vical did not foresee. The bundle is
     refused with one line naming the exception and where it was raised; it is a bug
@@ -463,12 +291,31 @@ class UnexpectedError(VerifyError):
         where = f" in {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
         super().__init__(
             "unexpected",
-            f"{type(e).__name__}{where}: {_first_line(e)[:200]}; the bundle is refused "
+            f"{type(e).__name__}{where}: {first_line(e)[:200]}; the bundle is refused "
             "(this is a bug in vical's checks: please report it)",
         )
         self.original = e
 
 
+def last_resort(check: Callable[P, T]) -> Callable[P, T]:
+    """``check`` under the last resort: any exception it did not turn into a verdict
+    becomes a refusal (:class:`UnexpectedError`), never a traceback. A
+    :class:`VerifyError`, :class:`vical.run.pool.Interrupted` and ``MemoryError`` (the
+    machine's, not a verdict) pass through."""
+
+    @functools.wraps(check)
+    def guarded(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return check(*args, **kwargs)
+        except (VerifyError, Interrupted, MemoryError):
+            raise
+        except Exception as e:  # RecursionError included
+            raise UnexpectedError(e) from e
+
+    return guarded
+
+
+@last_resort
 def verify_bundle(
     bundle: Path,
     pubkeys: list[Path] | None = None,
@@ -480,36 +327,13 @@ def verify_bundle(
     accept_wm: bool = False,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> Verdict:
-    """Run every check (:func:`check_bundle`); any exception the checks did not turn
-    into a verdict becomes a refusal (:class:`UnexpectedError`), never a traceback."""
-    from vical.run.pool import Interrupted
-
-    try:
-        return check_bundle(
-            bundle, pubkeys, keyring, workers, progress, shard, wm_cases, accept_wm, on_progress
-        )
-    except (VerifyError, Interrupted, MemoryError):  # memory: the machine's, not a verdict
-        raise
-    except Exception as e:  # RecursionError included
-        raise UnexpectedError(e) from e
-
-
-def check_bundle(
-    bundle: Path,
-    pubkeys: list[Path] | None = None,
-    keyring: Path | None = DEFAULT_KEYRING,
-    workers: int | None = None,
-    progress: bool = True,
-    shard: Shard | None = None,
-    wm_cases: Path | None = None,
-    accept_wm: bool = False,
-    on_progress: Callable[[int, int], None] | None = None,
-) -> Verdict:
-    """Run every check; raise :class:`VerifyError` for a failed stage before replay.
+    """Run every check; raise :class:`VerifyError` for a failed stage before replay, and
+    :class:`UnexpectedError` for any exception the checks did not turn into a verdict
+    (:func:`last_resort`), never a traceback.
 
     A world-model bundle (``kind: "wm"``) is refused unless ``accept_wm`` (its verdict
     carries no agent results, so the leaderboard must not take it for a run); with it,
-    the bundle is checked by :func:`verify_wm` against ``wm_cases`` (a case folder)
+    the bundle is checked by :func:`vical.submit.wmcheck.verify_wm` against ``wm_cases`` (a case folder)
     or cases rebuilt from the simulators.
 
     With ``shard`` every check but the replay covers the whole bundle, and only that
@@ -570,7 +394,7 @@ def check_bundle(
 
     def on_result(
         job: list[tuple[int, str, dict[int, str]]],
-        value: list[_Replayed] | None,
+        value: list[Replayed] | None,
         error: BaseException | None,
     ) -> bool:
         if error is not None:
@@ -595,7 +419,7 @@ def check_bundle(
         pid = bar.add_task("", total=len(payloads))
         if on_progress is not None:
             on_progress(0, len(payloads))
-        run_pool(_replay_task, list(by_task.values()), workers, on_result)
+        run_pool(replay_task, list(by_task.values()), workers, on_result)
     verdicts = [found[i] for i in sorted(found)]
     ok = len(verdicts) == len(payloads) and all(v.ok for v in verdicts)
     return Verdict(
@@ -642,104 +466,3 @@ def machines_lines(machines: dict[str, Any] | None) -> list[str]:
         "this machine:",
         *machine_lines(machines.get("verifier")),
     ]
-
-
-def wm_case_budget(ids: Any, rebuilt: bool) -> dict[str, list[int]]:
-    """The case numbers of a world-model run's case ids, by scenario, checked before any
-    work: each id is ``<scenario>/<number>``, none twice, and, when the cases are rebuilt
-    from the simulators, of a published scenario and within the published case set
-    (:data:`vical.wm.cases.CONTEXTS` contexts of :data:`vical.wm.cases.BRANCHES` cases
-    per scenario), so the contexts rebuilt are at most the published ones."""
-    import re
-
-    from vical.wm.cases import BRANCHES, CONTEXTS, SCENARIOS
-
-    known = {s.name for s in SCENARIOS}
-    limit = CONTEXTS * BRANCHES
-    if not ids or (rebuilt and len(ids) > len(known) * limit):
-        raise VerifyError("schema", f"wm: {len(ids)} cases, not between 1 and {len(known) * limit}")
-    out: dict[str, list[int]] = {}
-    seen: set[str] = set()
-    for cid in ids:
-        m = re.fullmatch(r"([A-Za-z0-9_.-]{1,80})/(\d{1,6})", cid) if isinstance(cid, str) else None
-        if m is None:
-            raise VerifyError("schema", f"wm: case id {str(cid)[:40]!r} is not <scenario>/<number>")
-        if rebuilt and m.group(1) not in known:  # (a case folder may hold other scenarios)
-            raise VerifyError("schema", f"wm: case {cid}: unknown scenario {m.group(1)!r}")
-        if cid in seen:
-            raise VerifyError("schema", f"wm: case {cid} listed twice")
-        seen.add(cid)
-        number = int(m.group(2))
-        if rebuilt and number >= limit:
-            raise VerifyError(
-                "budget",
-                f"wm: case {cid} is beyond the published {limit} cases of its scenario; "
-                "refused before rebuilding any context (pass the case folder it was made on)",
-            )
-        out.setdefault(m.group(1), []).append(number)
-    return out
-
-
-def verify_wm(
-    root: Path,
-    manifest: dict[str, Any],
-    signer: str,
-    cases_dir: Path | None,
-    scratch: Path,
-    workers: int = 1,
-) -> Verdict:
-    """Verify a world-model bundle: re-derive each case's truth and re-score the predictions.
-
-    ``cases_dir``: the case folder to check against (each case must be the one the
-    run was made on); without one, the run's scenarios are rebuilt from the
-    simulators into ``scratch``, as far as the run's cases reach. One verdict per case; the signed summary must be
-    the run's ``summary.json``, which must re-derive from the re-computed scores.
-    """
-    from vical.bounded import MemberError, parse_json
-    from vical.wm.cases import BRANCHES, build
-    from vical.wm.evaluate import MANIFEST, SUMMARY, rescore
-
-    run = root / "wm"
-    try:
-        run_manifest = parse_json((run / MANIFEST).read_bytes())
-        claimed = parse_json((run / SUMMARY).read_bytes())
-    except OSError as e:
-        raise VerifyError("schema", f"world-model run files unreadable: {e}") from None
-    except MemberError as e:
-        raise VerifyError("schema", f"wm/{MANIFEST} or wm/{SUMMARY}: {e}") from None
-    if not isinstance(run_manifest, dict) or not isinstance(run_manifest.get("cases"), list):
-        raise VerifyError("schema", f"wm/{MANIFEST}: no list of cases")
-    ids = run_manifest["cases"]
-    if manifest.get("summary") != claimed:
-        raise VerifyError("consistency", f"the signed summary is not wm/{SUMMARY}")
-    numbers = wm_case_budget(ids, rebuilt=cases_dir is None)
-    if cases_dir is None:
-        names = sorted(numbers)
-        # only as many contexts as the run's cases reach (case number // branches), within
-        # the published case set: the work is known before any of it is done
-        contexts = 1 + max(n // BRANCHES for ns in numbers.values() for n in ns)
-        try:
-            build(scratch, names, contexts=contexts, workers=workers, pool=run_pool)
-        except RuntimeError as e:
-            raise VerifyError(
-                "consistency", f"the cases cannot be rebuilt here: {_first_line(e)}"
-            ) from None
-        cases_dir = scratch
-    try:
-        problems = rescore(run, cases_dir, workers=workers, pool=run_pool)
-    except (ValueError, OSError, KeyError, TypeError) as e:
-        raise VerifyError("predictions", f"wm: {_first_line(e)}") from None
-    episodes = []
-    for cid in ids:
-        mine = [p for p in problems if p.startswith(f"{cid}:")]
-        episodes.append(EpisodeVerdict(cid, not mine, mine))
-    general = [p for p in problems if not any(p.startswith(f"{c}:") for c in ids)]
-    if general:
-        episodes.append(EpisodeVerdict("wm", False, general))
-    return Verdict(
-        ok=not problems,
-        manifest=manifest,
-        episodes=episodes,
-        partial=False,
-        signer=signer,
-    )

@@ -128,7 +128,8 @@ class Catalog:
         if src.is_dir():
             return src
         if src.is_file() and src.name.endswith((".tar.gz", ".tgz", ".tar")):
-            from vical.submit.unpack import VerifyError, safe_extract
+            from vical.submit.unpack import safe_extract
+            from vical.submit.verdict import VerifyError
 
             dest = Path(self._tmp.name) / f"b{i}"
             try:
