@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from vical.submit.verdict import VerifyError
 
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from vical.agent.protocol import ProtocolAgent
 
 Records = Literal["protocol", "seeded", "plan", "human"]
+K = TypeVar("K")
 
 
 @dataclass(frozen=True)
@@ -120,27 +121,27 @@ def bundle_kind(manifest: dict[str, Any]) -> str:
     return str(kind)
 
 
-def agent_kind(name: Any) -> AgentKind:
-    """The declared kind of agent ``name``; :class:`VerifyError` when there is none."""
-    kind = AGENT_KINDS.get(name) if isinstance(name, str) else None
+def _declared(kinds: dict[str, K], name: Any, role: str, what: str) -> K:
+    """The entry of ``kinds`` named ``name``, or :class:`VerifyError` naming the name's
+    ``role`` in the run manifest and every declared name."""
+    kind = kinds.get(name) if isinstance(name, str) else None
     if kind is None:
         raise VerifyError(
             "agent",
-            f"run/manifest.json: agent {str(name)[:40]!r} is not a kind vical can verify "
-            f"({', '.join(sorted(AGENT_KINDS))})",
+            f"run/manifest.json: {role} {str(name)[:40]!r} is not {what} vical can verify "
+            f"({', '.join(sorted(kinds))})",
         )
     return kind
+
+
+def agent_kind(name: Any) -> AgentKind:
+    """The declared kind of agent ``name``; :class:`VerifyError` when there is none."""
+    return _declared(AGENT_KINDS, name, "agent", "a kind")
 
 
 def world_model_kind(name: Any) -> WorldModelKind:
-    kind = WORLD_MODEL_KINDS.get(name) if isinstance(name, str) else None
-    if kind is None:
-        raise VerifyError(
-            "agent",
-            f"run/manifest.json: world model {str(name)[:40]!r} is not one vical can verify "
-            f"({', '.join(sorted(WORLD_MODEL_KINDS))})",
-        )
-    return kind
+    """The declared world model ``name``; :class:`VerifyError` when there is none."""
+    return _declared(WORLD_MODEL_KINDS, name, "world model", "one")
 
 
 def is_ranked_agent(name: Any) -> bool:
