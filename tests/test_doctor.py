@@ -31,8 +31,8 @@ from vical.run.doctor import (
     load_record,
     probes,
     run_doctor,
-    write_record,
 )
+from vical.run.doctor_record import write_record
 from vical.spec import load_envs, tasks_digest
 
 runner = CliRunner()

@@ -62,7 +62,9 @@ def doctor_cmd(
     2 the check could not run (stale or missing record, unknown environment);
     130 interrupted.
     """
-    from vical.run.doctor import machine, machine_lines, report_lines, run_doctor, write_record
+    from vical.run.doctor import report_lines, run_doctor
+    from vical.run.doctor_record import write_record
+    from vical.run.machine import machine, machine_lines
     from vical.run.pool import Interrupted
 
     envs = [e.strip() for item in env or [] for e in item.split(",") if e.strip()] or None

@@ -147,7 +147,7 @@ def vical_player(
         from vical.envs.core import frame_sha256
         from vical.interop.inspect_agent import InspectAgent
         from vical.outcomes import FailureMode, episode_failure
-        from vical.run.doctor import machine
+        from vical.run.machine import machine
         from vical.spec import get_task
 
         meta = state.metadata

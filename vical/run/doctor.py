@@ -25,7 +25,7 @@ the end, the outcome. An adapter without the hook records no state.
 
 The record is one JSON file of package data, ``vical/data/doctor.json``
 (:data:`RECORD`; ``$VICAL_DOCTOR_RECORD`` or an argument points elsewhere),
-written by ``vical doctor --record`` (:func:`write_record`): the recorded
+written by ``vical doctor --record`` (:mod:`vical.run.doctor_record`): the recorded
 actions of every episode, its per-step observations, the task-data digest (a
 record of other task data is reported as stale, naming the changed task files)
 and the machine that recorded it. Recording is deterministic: the same code
@@ -33,7 +33,7 @@ and task data write the same bytes, up to the ``recorded_on`` machine.
 
 ``--quick`` (:data:`QUICK_STEPS` steps of each episode of the float-physics
 environments) is what ``vical eval`` runs before an API backend's first
-request; its result, and this machine's CPU (:func:`machine`), go into the run
+request; its result, and this machine's CPU (:func:`vical.run.machine.machine`), go into the run
 manifest and from there into the bundle's fingerprint.
 """
 
@@ -43,8 +43,6 @@ import contextlib
 import hashlib
 import json
 import os
-import platform
-import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -53,6 +51,7 @@ from typing import Any
 
 from vical import __version__
 from vical.errors import VicalError
+from vical.run.machine import WIDTH
 from vical.spec import TASKS_DIR, TaskSpec, all_tasks, get_task, tasks_digest
 
 RECORD_FORMAT = 1
@@ -63,88 +62,12 @@ HASH_CHARS = 16
 # the families whose simulators integrate float physics (what --quick replays)
 FLOAT_FAMILIES = frozenset({"classic", "highway", "flappy", "breakout"})
 QUICK_STEPS = 40  # covers the float games' clips (highway drive39 first diverged at 25)
-# what the doctor prints about the machine: library versions and numeric switches
-LIBRARIES = ("numpy", "gymnasium", "highway-env", "ale-py", "procgen2", "pygame-ce", "pygame")
-NUMERIC_ENV_VARS = ("NPY_DISABLE_CPU_FEATURES", "GLIBC_TUNABLES", "OPENBLAS_CORETYPE")
-# /proc/cpuinfo flags that decide which float code paths run (SSE3 is "pni" there)
-CPU_FLAGS = (
-    "sse2", "pni", "ssse3", "sse4_1", "sse4_2", "avx", "avx2", "fma", "fma4", "f16c",
-    "avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl", "avx512ifma", "avx512vbmi",
-    "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile",
-)  # fmt: skip
 
 State = dict[str, str | list[str]]
 
 
 class DoctorError(VicalError):
     """The doctor cannot run as asked (unknown environment, unreadable record)."""
-
-
-# ---------------------------------------------------------------------------
-# the machine
-# ---------------------------------------------------------------------------
-def numpy_features() -> list[str]:
-    """The CPU features numpy's run-time dispatch found on this machine, in numpy's order."""
-    import importlib
-
-    for name in ("numpy.core._multiarray_umath", "numpy._core._multiarray_umath"):
-        try:
-            found = importlib.import_module(name).__cpu_features__
-        except (ImportError, AttributeError):
-            continue
-        return [str(k) for k, present in found.items() if present]
-    return []
-
-
-def _cpuinfo() -> tuple[str | None, list[str]]:
-    """(model name, the :data:`CPU_FLAGS` present) from ``/proc/cpuinfo``."""
-    model: str | None = None
-    flags: set[str] = set()
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            key = key.strip()
-            if key == "model name" and model is None:
-                model = value.strip()
-            elif key == "flags" and not flags:
-                flags = set(value.split())
-            if model is not None and flags:
-                break
-    return model or platform.processor() or None, [f for f in CPU_FLAGS if f in flags]
-
-
-def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"vical": __version__, "python": platform.python_version()}
-    for name in LIBRARIES:
-        with contextlib.suppress(PackageNotFoundError):
-            out[name] = version(name)
-    lib, ver = platform.libc_ver()
-    if lib:
-        out[lib] = ver
-    return out
-
-
-def machine(full: bool = False) -> dict[str, Any]:
-    """This machine as far as float results go.
-
-    The compact form (run manifests, bundles): ``cpu_model``, ``machine`` (the
-    architecture) and ``numpy_features``. ``full`` adds ``cpu_flags`` (a subset
-    of /proc/cpuinfo's), ``versions`` (the simulator libraries, python, glibc)
-    and ``env`` (the environment variables that change numerics, None when unset).
-    """
-    model, flags = _cpuinfo()
-    out: dict[str, Any] = {
-        "cpu_model": model,
-        "machine": platform.machine(),
-        "numpy_features": numpy_features(),
-    }
-    if full:
-        out["cpu_flags"] = flags
-        out["versions"] = _versions()
-        out["env"] = {k: os.environ.get(k) for k in NUMERIC_ENV_VARS}
-    return out
 
 
 # ---------------------------------------------------------------------------
@@ -192,7 +115,7 @@ def probes(tasks_dir: Path = TASKS_DIR) -> dict[str, list[Probe]]:
     return out
 
 
-def _episode_task(probe: Probe, tasks_dir: Path) -> tuple[TaskSpec, list[str] | None]:
+def episode_task(probe: Probe, tasks_dir: Path) -> tuple[TaskSpec, list[str] | None]:
     """The task a probe plays and, for a clip, the clip's actions."""
     task = get_task(probe.task_id, tasks_dir)
     if probe.kind != "clip":
@@ -226,7 +149,7 @@ def float_state(adapter: object) -> State:
     return out  # in the hook's order: the first name that differs is reported
 
 
-def _observe(env: Any, frame_hash: str) -> dict[str, Any]:
+def observe(env: Any, frame_hash: str) -> dict[str, Any]:
     obs: dict[str, Any] = {"frame": frame_hash[:HASH_CHARS], "score": repr(env.score())}
     state = float_state(env.adapter)
     if state:
@@ -234,134 +157,11 @@ def _observe(env: Any, frame_hash: str) -> dict[str, Any]:
     return obs
 
 
-# ---------------------------------------------------------------------------
-# recording
-# ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _RecordJob:
-    env: str
-    probes: tuple[Probe, ...]
-    tasks_dir: str
-
-
-def _record_probe(probe: Probe, tasks_dir: Path) -> dict[str, Any]:
-    from vical.envs import frame_sha256, make_env
-
-    task, clip_actions = _episode_task(probe, tasks_dir)
-    rng = random.Random(probe.seed)
-    env = make_env(task, starts="replayed")
-    try:
-        steps = [_observe(env, frame_sha256(env.reset()))]
-        actions: list[str] = []
-        while not env.done:
-            if clip_actions is not None:
-                if len(actions) == len(clip_actions):
-                    break
-                action = clip_actions[len(actions)]
-            else:
-                action = rng.choice(task.action_names)
-            actions.append(action)
-            steps.append(_observe(env, env.step(action).frame_sha256))
-        entry: dict[str, Any] = {"task": probe.task_id, "kind": probe.kind}
-        entry["clip" if probe.kind == "clip" else "seed"] = (
-            probe.clip_id if probe.kind == "clip" else probe.seed
-        )
-        entry.update(actions=actions, outcome=env.outcome, passed=env.passed(), steps=steps)
-        return entry
-    finally:
-        env.close()
-
-
-def _record_env(job: _RecordJob) -> tuple[str, list[dict[str, Any]]]:
-    return job.env, [_record_probe(p, Path(job.tasks_dir)) for p in job.probes]
-
-
-def _task_file_digests(tasks_dir: Path) -> dict[str, str]:
+def task_file_digests(tasks_dir: Path) -> dict[str, str]:
     return {
         f.stem: hashlib.sha256(f.read_bytes()).hexdigest()[:HASH_CHARS]
         for f in sorted(Path(tasks_dir).glob("*.yaml"))
     }
-
-
-def make_record(
-    envs: Sequence[str] | None = None,
-    workers: int | None = None,
-    tasks_dir: Path = TASKS_DIR,
-) -> dict[str, Any]:
-    """Replay every probe (of ``envs``, default all) and return the record as data."""
-    chosen = probes(tasks_dir)
-    names = _selected(chosen, envs)
-    jobs = [_RecordJob(e, tuple(chosen[e]), str(tasks_dir)) for e in names]
-    found: dict[str, list[dict[str, Any]]] = {}
-
-    def on_result(job: _RecordJob, value: Any, error: BaseException | None) -> bool:
-        if error is not None:
-            raise DoctorError(f"recording {job.env} failed: {type(error).__name__}: {error}")
-        env, episodes = value
-        found[env] = episodes
-        return True
-
-    _run(_record_env, jobs, workers, on_result, tasks_dir)
-    return {
-        "format": RECORD_FORMAT,
-        "vical_version": __version__,
-        "tasks_digest": tasks_digest(tasks_dir),
-        "task_files": _task_file_digests(tasks_dir),
-        "complete": len(names) == len(chosen),
-        "quick_steps": QUICK_STEPS,
-        "float_families": sorted(FLOAT_FAMILIES),
-        "recorded_on": machine(),
-        "envs": {e: found[e] for e in names},
-    }
-
-
-def dump_record(record: dict[str, Any]) -> str:
-    """The record as text: sorted keys, one step per line (small, diffable, deterministic)."""
-
-    def compact(v: Any) -> str:
-        return json.dumps(v, sort_keys=True, separators=(",", ":"))
-
-    lines = ["{"]
-    top = sorted(record)
-    for i, key in enumerate(top):
-        end = "," if i < len(top) - 1 else ""
-        if key != "envs":
-            lines.append(f" {json.dumps(key)}: {compact(record[key])}{end}")
-            continue
-        lines.append(' "envs": {')
-        envs = sorted(record["envs"])
-        for j, env in enumerate(envs):
-            lines.append(f"  {json.dumps(env)}: [")
-            episodes = record["envs"][env]
-            for k, ep in enumerate(episodes):
-                head = {x: y for x, y in ep.items() if x != "steps"}
-                lines.append(f"   {compact(head)[:-1]},")
-                lines.append('    "steps": [')
-                steps = ep["steps"]
-                for n, s in enumerate(steps):
-                    lines.append(f"     {compact(s)}{',' if n < len(steps) - 1 else ''}")
-                lines.append(f"   ]}}{',' if k < len(episodes) - 1 else ''}")
-            lines.append(f"  ]{',' if j < len(envs) - 1 else ''}")
-        lines.append(f" }}{end}")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
-def write_record(
-    path: Path | None = None,
-    envs: Sequence[str] | None = None,
-    workers: int | None = None,
-    tasks_dir: Path = TASKS_DIR,
-) -> Path:
-    """``vical doctor --record``: replay every probe and write the record (atomically)."""
-    from vical.run.results import atomic_write_bytes
-
-    target = record_path(path)
-    text = dump_record(make_record(envs, workers, tasks_dir))
-    json.loads(text)  # the hand-made layout must stay JSON
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(target, text.encode())
-    return target
 
 
 # ---------------------------------------------------------------------------
@@ -460,17 +260,17 @@ def _check_episode(
     if limit is not None:
         actions = actions[:limit]
     try:
-        task, _ = _episode_task(probe, tasks_dir)
+        task, _ = episode_task(probe, tasks_dir)
         env = make_env(task, starts="replayed")
     except Exception as e:
         return diverge(0, "error", f"{type(e).__name__}: {e}", "a playable task")
     try:
-        obs = _observe(env, frame_sha256(env.reset()))
+        obs = observe(env, frame_sha256(env.reset()))
         for step, action in enumerate([None, *actions]):
             if action is not None:
                 if env.done:
                     return diverge(step, "end", f"over ({env.outcome})", "continues")
-                obs = _observe(env, env.step(action).frame_sha256)
+                obs = observe(env, env.step(action).frame_sha256)
             check.steps += 1
             check.floats += sum(
                 1 if isinstance(v, str) else len(v) for v in obs.get("state", {}).values()
@@ -603,7 +403,7 @@ def load_record(path: Path) -> dict[str, Any]:
     return data
 
 
-def _selected(available: dict[str, Any], envs: Sequence[str] | None) -> list[str]:
+def selected_envs(available: dict[str, Any], envs: Sequence[str] | None) -> list[str]:
     if not envs:
         return sorted(available)
     unknown = [e for e in envs if e not in available]
@@ -619,7 +419,7 @@ def _stale(record: dict[str, Any], tasks_dir: Path) -> str | None:
     """Why the record does not belong to this task data (None when it does)."""
     if record.get("tasks_digest") == tasks_digest(tasks_dir):
         return None
-    now = _task_file_digests(tasks_dir)
+    now = task_file_digests(tasks_dir)
     then = record.get("task_files") or {}
     changed = sorted(k for k in set(now) | set(then) if now.get(k) != then.get(k))
     shown = ", ".join(f"{k}.yaml" for k in changed[:6]) + (" ..." if len(changed) > 6 else "")
@@ -631,7 +431,7 @@ def _stale(record: dict[str, Any], tasks_dir: Path) -> str | None:
     )
 
 
-def _run(
+def run_jobs(
     fn: Callable[[Any], Any],
     jobs: list[Any],
     workers: int | None,
@@ -697,7 +497,7 @@ def run_doctor(
     stale = _stale(data, tasks_dir)
     if stale is not None:
         return DoctorReport("stale", quick, str(path), problem=stale, record_complete=complete)
-    names = _selected(recorded, envs)
+    names = selected_envs(recorded, envs)
     if quick and not envs:
         from vical.spec import load_envs
 
@@ -728,7 +528,7 @@ def run_doctor(
             on_env(job.env, value)
         return True
 
-    _run(_check_env, jobs, workers, on_result, tasks_dir)
+    run_jobs(_check_env, jobs, workers, on_result, tasks_dir)
     episodes = [c for e in names for c in found.get(e, [])]
     status = "ok" if all(c.divergence is None for c in episodes) else "diverged"
     report = DoctorReport(
@@ -743,47 +543,6 @@ def run_doctor(
     )
     _CACHE[key] = report
     return report
-
-
-# ---------------------------------------------------------------------------
-# text (every line fits an 80-column terminal)
-# ---------------------------------------------------------------------------
-WIDTH = 80
-
-
-def _field(name: str, value: str, width: int = WIDTH, indent: int = 2) -> list[str]:
-    """``  name       value`` wrapped under itself to ``width``."""
-    import textwrap
-
-    head = " " * indent + f"{name:<11}"
-    return textwrap.wrap(
-        value or "-",
-        width=width,
-        initial_indent=head,
-        subsequent_indent=" " * len(head),
-        break_long_words=True,
-        break_on_hyphens=False,
-    )
-
-
-def machine_lines(m: dict[str, Any] | None, width: int = WIDTH, indent: int = 2) -> list[str]:
-    """A machine (:func:`machine`, compact or full; a doctor entry under ``doctor``) as text."""
-    if not m:
-        return [" " * indent + "(not recorded)"]
-    out = _field("cpu", f"{m.get('cpu_model') or '?'} ({m.get('machine') or '?'})", width, indent)
-    if "cpu_flags" in m:
-        out += _field("cpu flags", " ".join(m["cpu_flags"]), width, indent)
-    out += _field("numpy cpu", " ".join(m.get("numpy_features") or []), width, indent)
-    if "versions" in m:
-        shown = ", ".join(f"{k} {v}" for k, v in m["versions"].items())
-        out += _field("versions", shown, width, indent)
-    if "env" in m:
-        shown = " ".join(f"{k}={'(unset)' if v is None else v}" for k, v in m["env"].items())
-        out += _field("env", shown, width, indent)
-    doctor = m.get("doctor")
-    if isinstance(doctor, dict):
-        out += _field("doctor", f"{doctor.get('status')}: {doctor.get('summary')}", width, indent)
-    return out
 
 
 def report_lines(report: DoctorReport, width: int = WIDTH) -> list[str]:

@@ -274,7 +274,7 @@ def prepare_run(
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     from vical.agent.redact import redact_argv, redact_url
-    from vical.run.doctor import machine
+    from vical.run.machine import machine
 
     coupling = options.world_model
     runs = options.runs

@@ -82,7 +82,8 @@ def run_machine(run_manifest: RunManifest | None = None) -> dict[str, Any]:
     From the run manifest where it recorded them; otherwise (older manifests, runs
     started from the library) this machine, and the quick self-check run here now.
     """
-    from vical.run.doctor import machine, run_doctor
+    from vical.run.doctor import run_doctor
+    from vical.run.machine import machine
 
     if run_manifest is not None and run_manifest.machine is not None:
         out = {**run_manifest.machine, "source": "run manifest"}

@@ -440,7 +440,8 @@ def verify_bundle(
 def both_machines(manifest: dict[str, Any]) -> dict[str, Any]:
     """The submitter's machine as the bundle's fingerprint records it (None in bundles
     from before it did) and this machine, with a quick self-check run here now."""
-    from vical.run.doctor import machine, run_doctor
+    from vical.run.doctor import run_doctor
+    from vical.run.machine import machine
 
     fp = manifest.get("fingerprint")
     submitter = fp.get("machine") if isinstance(fp, dict) else None
@@ -456,7 +457,7 @@ def both_machines(manifest: dict[str, Any]) -> dict[str, Any]:
 
 def machines_lines(machines: dict[str, Any] | None) -> list[str]:
     """Both machines of :attr:`Verdict.machines` as text for an 80-column terminal."""
-    from vical.run.doctor import machine_lines
+    from vical.run.machine import machine_lines
 
     if not machines:
         return []
