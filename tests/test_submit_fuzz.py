@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from fuzz_bundles.mutate import FAILURES, KINDS, campaign, honest_source
+
+TESTS = Path(__file__).resolve().parent
 
 # mutations per kind; the model run's campaign is the longest-standing, and larger
 COUNTS = {"run": 24, "expert": 8, "inspect": 6, "wm": 5, "coupled": 8}
@@ -36,3 +41,23 @@ def test_every_mutation_is_a_verdict(tmp_path, kind, monkeypatch):
     assert sum(tally.values()) == count
     assert not any(tally.get(k) for k in FAILURES), log.getvalue()
     assert tally["rejected"] > 0
+
+
+def test_the_fuzzers_peak_memory_is_its_own_not_its_parents():
+    """The fuzzer's report of its peak memory is its own: started by a process holding
+    400 MiB, it reports far less (getrusage's ru_maxrss, which keeps the parent's mark
+    across fork and exec, would report the parent's 400 MiB)."""
+    child = "from fuzz_bundles.mutate import peak_rss_mib; print(peak_rss_mib())"
+    parent = (
+        "import subprocess, sys\n"
+        "held = b'x' * (400 * 1024 * 1024)\n"
+        f"out = subprocess.run([sys.executable, '-c', {child!r}], capture_output=True,\n"
+        "                     text=True, check=True).stdout\n"
+        "print(out.strip(), len(held))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), *sys.path])}
+    out = subprocess.run(
+        [sys.executable, "-c", parent], capture_output=True, text=True, env=env, check=True
+    ).stdout.split()
+    assert int(out[1]) == 400 * 1024 * 1024  # the parent held it while the child ran
+    assert float(out[0]) < 300, f"the fuzzer reports {out[0]} MiB, its parent's mark"

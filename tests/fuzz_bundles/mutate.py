@@ -420,16 +420,18 @@ def _inspect_run(folder: Path, run: Path) -> None:
 
 
 def peak_rss_mib() -> float:
-    """Peak resident memory of this process and of its finished children, in MiB."""
+    """Peak resident memory of this process and of its finished children, in MiB.
+
+    This process's own is its VmHWM (/proc/self/status): getrusage's ru_maxrss is not
+    its own, as the kernel keeps the mark of the process that started it across fork
+    and exec (nox, or a pytest worker of 1.5 GB). Its children are forked from it, so
+    what they inherit is at most this process's own mark."""
     import resource
 
-    return (
-        max(
-            resource.getrusage(w).ru_maxrss
-            for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-        )
-        / 1024
-    )
+    status = Path("/proc/self/status").read_text().splitlines()
+    own = next(int(ln.split()[1]) for ln in status if ln.startswith("VmHWM:"))
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(own, children) / 1024
 
 
 def main(argv: list[str] | None = None) -> None:
