@@ -5,7 +5,7 @@ leaderboard may use rebuilt from what the simulator says.
 score, pass, outcome and failure mode with its claims; :func:`verified_result` keeps
 the bundle's ids and actions and takes every scored field from the replay and this
 vical's task data. :func:`replay_task` replays the episodes of one task in one
-process and one simulator (the unit of work :func:`vical.submit.verify.check_bundle`
+process and one simulator (the unit of work :func:`vical.submit.verify.verify_bundle`
 hands to :func:`vical.run.pool.run_pool`).
 """
 

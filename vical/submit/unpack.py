@@ -15,12 +15,14 @@ not checked, in this order:
    be in the trusted keyring and its Ed25519 signature must match the manifest's
    bytes; only then are the manifest's fields read (the submitter's labels by
    :func:`vical.submit.labels.check_submitter`): every path must be a plain
-   relative POSIX path (see :func:`vical.submit.archive.check_rel_path`) and every file has a declared
-   sha256 and size, capped by :data:`MAX_FILES` and :data:`MAX_TOTAL_BYTES`;
+   relative POSIX path (see :func:`vical.submit.archive.check_rel_path`) and
+   every file has a declared sha256 and size, capped by :data:`MAX_FILES` and
+   :data:`MAX_TOTAL_BYTES`;
 4. only then is anything extracted, by a tar reader written for this purpose
    (:mod:`vical.submit.archive`; not :mod:`tarfile`, whose pax and long-name
-   handling reads headers of any size into memory): a member must be a regular file the signed manifest
-   lists, with exactly its declared size, or a folder on the way to one; it is
+   handling reads headers of any size into memory): a member must be a regular
+   file the signed manifest lists, with exactly its declared size, or a folder on
+   the way to one; it is
    written to a path built from the manifest's validated parts, its sha256
    checked as it streams. Links, devices, FIFOs, sparse files, duplicates,
    unlisted members and file/folder conflicts are refused, naming the member.

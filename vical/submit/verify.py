@@ -30,8 +30,8 @@ A world-model bundle is checked instead by :mod:`vical.submit.wmcheck`.
 Each task's episodes are replayed by one worker with one simulator, whose start
 state is saved once and restored for the others
 (:func:`vical.submit.replay.replay_task`; an episode that disagrees with its claims
-is replayed again from replayed starts before its verdict). Replay runs through :func:`vical.run.pool.run_pool`: Ctrl-C (SIGINT) or
-SIGTERM raises :class:`vical.run.pool.Interrupted` within a few seconds with
+is replayed again from replayed starts before its verdict). Replay runs through
+:func:`vical.run.pool.run_pool`: Ctrl-C (SIGINT) or SIGTERM raises :class:`vical.run.pool.Interrupted` within a few seconds with
 no replay worker left running. Verification only reads the bundle, so an
 interrupted check leaves nothing behind and can simply be run again.
 """
@@ -333,8 +333,8 @@ def verify_bundle(
 
     A world-model bundle (``kind: "wm"``) is refused unless ``accept_wm`` (its verdict
     carries no agent results, so the leaderboard must not take it for a run); with it,
-    the bundle is checked by :func:`vical.submit.wmcheck.verify_wm` against ``wm_cases`` (a case folder)
-    or cases rebuilt from the simulators.
+    the bundle is checked by :func:`vical.submit.wmcheck.verify_wm` against ``wm_cases``
+    (a case folder) or cases rebuilt from the simulators.
 
     With ``shard`` every check but the replay covers the whole bundle, and only that
     slice of the episodes is replayed (:func:`vical.run.shard.select_results`); the
