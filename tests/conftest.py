@@ -20,23 +20,29 @@ HANG = 120.0
 
 
 def task_params(env_keys=None):
-    """pytest params over every task (optionally only some environments), ids = task ids."""
-    return [
-        pytest.param(t, id=t.id) for t in ALL_TASKS if env_keys is None or t.env.env in env_keys
-    ]
+    """pytest params over every task (optionally only some environments), ids = task ids:
+    the default suite runs the :func:`per_env_sweep` sample, ``nox -s slow`` every task."""
+    return per_env_sweep([t for t in ALL_TASKS if env_keys is None or t.env.env in env_keys])
 
 
-def per_env_sweep(tasks):
+def per_env_sweep(tasks, value=None):
     """pytest params over ``tasks`` where the default suite takes, per environment, its
     first task and its first task with a human-init sequence; the rest are marked
-    ``slow`` (``nox -s slow`` runs every task)."""
+    ``slow`` (``nox -s slow`` runs every task). ``value(task)`` is the parameter (the
+    task itself by default); the id is always the task id."""
     params, seen = [], set()
     for t in tasks:
         key = (t.env.env, bool(t.variant.init_actions))
         marks = () if key not in seen else (pytest.mark.slow,)
         seen.add(key)
-        params.append(pytest.param(t, id=t.id, marks=marks))
+        params.append(pytest.param(t if value is None else value(t), id=t.id, marks=marks))
     return params
+
+
+def sampled_task_ids(ids):
+    """:func:`per_env_sweep` over task ids: the default suite's sample of ``ids``."""
+    by_id = {t.id: t for t in ALL_TASKS}
+    return per_env_sweep([by_id[i] for i in ids], value=lambda t: t.id)
 
 
 def build_wm_cases(out, envs):
@@ -61,6 +67,31 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With VICAL_TEST_TIMES=FILE, append each test's wall time and CPU time (this process
+    and its waited-for children) to FILE as JSON lines: CPU time does not grow on a loaded
+    machine, so benchmarks/durations.py can tell a heavy test from a starved one."""
+    path = os.environ.get("VICAL_TEST_TIMES")
+    if not path:
+        yield
+        return
+    import json
+    import resource
+    import time
+
+    def cpu() -> float:
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+    c0, t0 = cpu(), time.monotonic()
+    yield
+    row = {"id": item.nodeid, "wall": time.monotonic() - t0, "cpu": cpu() - c0}
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
 
 
 @pytest.fixture
