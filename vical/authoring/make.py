@@ -31,10 +31,11 @@ from vical.authoring.plan import (
     check_package,
     frames,
     run_plan,
+    start_hash,
     task_start_hashes,
 )
 from vical.demos.experts import bfs_expert
-from vical.demos.render import clip_task, replay_clip, task_start_sha256
+from vical.demos.render import replay_clip, task_start_sha256
 from vical.spec import TASKS_DIR, DemoClip, EnvSpec, TaskSpec, load_env_file
 
 if TYPE_CHECKING:
@@ -59,17 +60,8 @@ def _shifted_starts(spec: EnvSpec, n: int, taken: set[str]) -> list[tuple[int, i
         candidates += [(seed0, skip0 + k) for k in (23, 47, 71, 95, 130)]
     out, seen = [], set(taken)
     for seed, skip in candidates:
-        probe = DemoClip(
-            id="probe",
-            seed=seed,
-            initial_skip=skip,
-            actions=["-"],
-            label="Victory",
-            source="scripted probe (never stored)",
-        )
-        try:
-            h = task_start_sha256(clip_task(base, probe))
-        except RuntimeError:  # the game ended during the skip
+        h = start_hash(spec, None, seed, skip, [])
+        if h is None:  # the game ended during the skip
             continue
         if h not in seen:
             seen.add(h)

@@ -28,7 +28,15 @@ from vical.authoring.plan import (
     task_start_hashes,
     variant_task,
 )
-from vical.authoring.search import beam_search, chunk_search, play_without_dying
+from vical.authoring.search import (
+    Policy,
+    Viable,
+    beam_search,
+    chunk_search,
+    play_without_dying,
+    prefix_streams,
+    screen_viable,
+)
 from vical.authoring.sim import DecisionSim
 from vical.demos.experts import ExpertResult
 from vical.envs.core import Outcome
@@ -53,6 +61,26 @@ def weighted_policy(
 FIRE_AND_STEER = weighted_policy(
     ["Shoot", "Right+Shoot", "Left+Shoot", "Right", "Left", "NOOP"], (4, 3, 3, 1, 1, 1)
 )
+
+
+def screened_prefixes(
+    env_spec: EnvSpec,
+    adapter_cls: type,
+    lengths: dict[str, int],
+    policy: Policy,
+    seed: int,
+    viable: Viable | None = None,
+) -> dict[str, list[str]]:
+    """Human-init sequences of a game played by a seeded ``policy``: each variant's
+    prefix of a deathless play of it, one play per start
+    (:func:`~vical.authoring.search.prefix_streams`), screened variant by variant: a
+    prefix from whose end a constant action or an action cycle of the reflex screen
+    passes the task is replaced by that variant's prefix of the next seed's play
+    (``viable``: the check, default :func:`~vical.authoring.search.screen_viable`)."""
+    check = viable or screen_viable(env_spec)
+    return prefix_streams(
+        env_spec, adapter_cls, lengths, policy, seed=seed, start_viable=check, per_variant=True
+    )
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ seed's play (:func:`vical.authoring.search.screen_viable`).
 
 from __future__ import annotations
 
-from vical.authoring.recipes._ale import FIRE_AND_STEER, chunk_recipe, hold
-from vical.authoring.search import Viable, prefix_streams, screen_viable
+from vical.authoring.recipes._ale import FIRE_AND_STEER, chunk_recipe, hold, screened_prefixes
+from vical.authoring.search import Viable
 from vical.envs.games.enduro import Adapter
 from vical.spec import EnvSpec
 
@@ -44,15 +44,9 @@ RECIPE = chunk_recipe(
 
 
 def generate_init_actions(env_spec: EnvSpec, viable: Viable | None = None) -> dict[str, list[str]]:
-    """Deterministic driving sequences, one seeded play per start (shared by the opening band).
-
-    A prefix from whose end a screen-blind constant action or cycle passes the task is
-    replaced by the variant's prefix of the next seed's play (``viable``: the check,
-    default :func:`~vical.authoring.search.screen_viable`)."""
-    check = viable or screen_viable(env_spec)
-    return prefix_streams(
-        env_spec, Adapter, LENGTHS, policy, seed=3, start_viable=check, per_variant=True
-    )
+    """Deterministic driving sequences, one seeded play per start (shared by the opening
+    band), screened (:func:`~vical.authoring.recipes._ale.screened_prefixes`)."""
+    return screened_prefixes(env_spec, Adapter, LENGTHS, policy, seed=3, viable=viable)
 
 
 INIT_STRATEGY = (

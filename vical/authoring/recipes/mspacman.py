@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import random
 
-from vical.authoring.recipes._ale import chunk_recipe, hold
-from vical.authoring.search import Viable, prefix_streams, screen_viable
+from vical.authoring.recipes._ale import chunk_recipe, hold, screened_prefixes
+from vical.authoring.search import Viable
 from vical.authoring.sim import DecisionSim
 from vical.envs.games.mspacman import Adapter
 from vical.spec import EnvSpec
@@ -44,15 +44,9 @@ RECIPE = chunk_recipe(
 
 
 def generate_init_actions(env_spec: EnvSpec, viable: Viable | None = None) -> dict[str, list[str]]:
-    """Deterministic preloads: prefixes of one deathless seeded walk through the maze.
-
-    A prefix from whose end a screen-blind constant action or cycle passes the task is
-    replaced by the variant's prefix of the next seed's play (``viable``: the check,
-    default :func:`~vical.authoring.search.screen_viable`)."""
-    check = viable or screen_viable(env_spec)
-    return prefix_streams(
-        env_spec, Adapter, LENGTHS, policy, seed=5, start_viable=check, per_variant=True
-    )
+    """Deterministic preloads: prefixes of one deathless seeded walk through the maze,
+    screened (:func:`~vical.authoring.recipes._ale.screened_prefixes`)."""
+    return screened_prefixes(env_spec, Adapter, LENGTHS, policy, seed=5, viable=viable)
 
 
 INIT_STRATEGY = (

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from vical.authoring.search.play import Policy, play_without_dying
@@ -60,34 +60,16 @@ def prefix_streams(
     out: dict[str, list[str]] = {}
     for i, (_key, vs) in enumerate(groups.items()):
         n = max(lengths[v.variant] for v in vs)
+        plays = _Plays(env_spec, vs[0], adapter_cls, policy, n, seed * 1000 + i, viable)
         if per_variant and start_viable is not None:
-            out.update(
-                _per_variant_prefixes(
-                    env_spec,
-                    adapter_cls,
-                    lengths,
-                    policy,
-                    seed * 1000 + i,
-                    vs,
-                    n,
-                    viable,
-                    attempts,
-                    start_viable,
-                )
-            )
+            out.update(_per_variant_prefixes(plays, vs, lengths, attempts, start_viable))
             continue
         for attempt in range(attempts):
-            sim = DecisionSim(env_spec, vs[0], adapter_cls)
-            try:
-                stream = play_without_dying(
-                    sim, policy, n, seed=seed * 1000 + i + 100_000 * attempt
-                )
-                ok = viable is None or viable(sim)
-            finally:
-                sim.close()
-            if ok and start_viable is not None:
-                ok = all(start_viable(v, stream[: lengths[v.variant]]) for v in vs)
-            if ok:
+            stream = plays.get(attempt)
+            if stream is not None and (
+                start_viable is None
+                or all(start_viable(v, stream[: lengths[v.variant]]) for v in vs)
+            ):
                 break
         else:
             names = ", ".join(v.variant for v in vs)
@@ -100,43 +82,53 @@ def prefix_streams(
     return out
 
 
+@dataclass
+class _Plays:
+    """:func:`prefix_streams`' deathless plays of one group of variants (one start):
+    attempt ``k`` plays ``n`` decisions of ``policy`` seeded ``base_seed + 100_000 * k``
+    from ``variant``'s start, made once, when first asked for."""
+
+    env_spec: EnvSpec
+    variant: TaskVariant
+    adapter_cls: type | None
+    policy: Policy
+    n: int
+    base_seed: int
+    viable: Callable[[DecisionSim], bool] | None
+    made: dict[int, list[str] | None] = field(default_factory=dict)
+
+    def get(self, attempt: int) -> list[str] | None:
+        """The attempt's play, or None when ``viable`` rejects the state it ends in."""
+        if attempt not in self.made:
+            sim = DecisionSim(self.env_spec, self.variant, self.adapter_cls)
+            try:
+                seed = self.base_seed + 100_000 * attempt
+                stream = play_without_dying(sim, self.policy, self.n, seed=seed)
+                self.made[attempt] = stream if self.viable is None or self.viable(sim) else None
+            finally:
+                sim.close()
+        return self.made[attempt]
+
+
 def _per_variant_prefixes(
-    env_spec: EnvSpec,
-    adapter_cls: type | None,
-    lengths: dict[str, int],
-    policy: Policy,
-    base_seed: int,
+    plays: _Plays,
     vs: list[TaskVariant],
-    n: int,
-    viable: Callable[[DecisionSim], bool] | None,
+    lengths: dict[str, int],
     attempts: int,
     start_viable: Viable,
 ) -> dict[str, list[str]]:
     """:func:`prefix_streams` with ``per_variant``, for one group ``vs``: each variant
-    takes its prefix of the first seed's play (of ``n`` decisions) that ``viable`` and
-    ``start_viable`` accept; plays are made once, when a variant first needs them."""
-    plays: dict[int, list[str] | None] = {}
-
-    def play(attempt: int) -> list[str] | None:
-        if attempt not in plays:
-            sim = DecisionSim(env_spec, vs[0], adapter_cls)
-            try:
-                stream = play_without_dying(sim, policy, n, seed=base_seed + 100_000 * attempt)
-                plays[attempt] = stream if viable is None or viable(sim) else None
-            finally:
-                sim.close()
-        return plays[attempt]
-
+    takes its prefix of the first of ``plays`` that ``start_viable`` accepts."""
     out: dict[str, list[str]] = {}
     for v in vs:
         for attempt in range(attempts):
-            stream = play(attempt)
+            stream = plays.get(attempt)
             if stream is not None and start_viable(v, stream[: lengths[v.variant]]):
                 out[v.variant] = stream[: lengths[v.variant]]
                 break
         else:
             raise NoViableStart(
-                f"{env_spec.env}: no viable play of {lengths[v.variant]} decisions for "
+                f"{plays.env_spec.env}: no viable play of {lengths[v.variant]} decisions for "
                 f"{v.variant} in {attempts} seeds; raise attempts or change the policy or "
                 "the lengths"
             )
