@@ -31,6 +31,7 @@ mean over runs, as ``vical report`` computes it).
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from datetime import UTC, datetime
@@ -475,19 +476,19 @@ def vical_task(
 
 
 def _family_task(family: str | None) -> Any:
-    """The Inspect task ``vical_<family>`` of one family's tasks; ``vical`` for every task."""
+    """The Inspect task ``vical_<family>`` of one family's tasks; ``vical`` for every task.
 
-    def make(
-        tasks: str | list[str] | None = None,
-        runs: int = 1,
-        seed: int = 0,
-        demos: bool = True,
-        rules: str = "basic",
-        demo_transport: str = "frames",
-        format_retries: int = 3,
-    ) -> Task:
-        return vical_task(tasks, runs, seed, demos, rules, demo_transport, format_retries, family)
+    Its parameters (the ``-T`` options, which Inspect reads from the signature) are
+    :func:`vical_task`'s but ``family``."""
 
+    def make(*args: Any, **kwargs: Any) -> Task:
+        kwargs["family"] = family
+        return vical_task(*args, **kwargs)
+
+    sig = inspect.signature(vical_task)
+    make.__signature__ = sig.replace(  # type: ignore[attr-defined]
+        parameters=[p for p in sig.parameters.values() if p.name != "family"]
+    )
     name = "vical" if family is None else f"vical_{family}"
     make.__name__ = make.__qualname__ = name
     make.__doc__ = (
