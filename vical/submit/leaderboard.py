@@ -21,7 +21,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -276,20 +276,41 @@ FURTHER_TEXT = (
 )
 
 
-def _unranked(entries: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The unranked groups of UNRANKED_TITLES, each with its entries (an entry with
-    further runs is in its own group too)."""
-    return {
+# the ablation group's sentence on the page and in the Markdown board
+ABLATIONS_PAGE_TEXT = (
+    "Runs under another condition of the paper's ablation (Table 5): detailed "
+    "rules and/or no demonstration video. They are verified like any run but not "
+    "ranked, since only basic rules with the video is the benchmark's setting."
+)
+ABLATIONS_BOARD_TEXT = (
+    "Other conditions of the paper's ablation (Table 5: detailed rules and/or "
+    "no demonstration video); verified, but only basic rules with the video is ranked."
+)
+
+
+def _unranked(
+    entries: list[dict[str, Any]], order: tuple[str, ...], ablations_text: str
+) -> Iterator[tuple[str, str, str, list[dict[str, Any]]]]:
+    """Each unranked group of UNRANKED_TITLES that has entries, in ``order``: its key,
+    heading, sentence and rows (an entry can be in two groups: a partial bundle with
+    further runs; the further runs' group shows those runs' report)."""
+    groups = {
         "references": [e for e in entries if is_reference_run(e)],
         "partial": [e for e in entries if not is_ablation(e) and e.get("partial")],
         "further": [e for e in entries if e.get("further_runs")],
         "ablations": [e for e in entries if is_ablation(e)],
     }
-
-
-def _unranked_rows(key: str, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """An unranked group's rows (the further runs' group shows those runs' report)."""
-    return _rows(entries, references=False, report="further_runs" if key == "further" else "report")
+    texts = {
+        "references": REFERENCE_TEXT,
+        "partial": PARTIAL_TEXT,
+        "further": FURTHER_TEXT,
+        "ablations": ablations_text,
+    }
+    for key in order:
+        if groups[key]:
+            report = "further_runs" if key == "further" else "report"
+            rows = _rows(groups[key], references=False, report=report)
+            yield key, f"{UNRANKED_TITLES[key]} (not ranked)", texts[key], rows
 
 
 def is_ablation(entry: dict[str, Any]) -> bool:
@@ -464,21 +485,11 @@ def _html_table(table_id: str, rows: list[dict[str, Any]], condition: bool = Fal
 
 def render_html(entries: list[dict[str, Any]]) -> str:
     ranked = [e for e in entries if is_ranked(e)]
-    groups = _unranked(entries)
-    texts = {
-        "references": REFERENCE_TEXT,
-        "partial": PARTIAL_TEXT,
-        "further": FURTHER_TEXT,
-        "ablations": "Runs under another condition of the paper's ablation (Table 5): detailed "
-        "rules and/or no demonstration video. They are verified like any run but not "
-        "ranked, since only basic rules with the video is the benchmark's setting.",
-    }
-    extra = ""
-    for key, text in texts.items():
-        if groups[key]:
-            extra += f"<h2>{UNRANKED_TITLES[key]} (not ranked)</h2><p>{text}</p>" + _html_table(
-                key, _unranked_rows(key, groups[key]), condition=key == "ablations"
-            )
+    order = ("references", "partial", "further", "ablations")
+    extra = "".join(
+        f"<h2>{title}</h2><p>{text}</p>" + _html_table(key, rows, condition=key == "ablations")
+        for key, title, text, rows in _unranked(entries, order, ABLATIONS_PAGE_TEXT)
+    )
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>V-ICAL leaderboard</title>"
         f"<style>{PAGE_CSS}</style></head><body>"
@@ -555,18 +566,16 @@ def _markdown_rows(rows: list[dict[str, Any]], condition: bool = False) -> list[
 def render_markdown_board(entries: list[dict[str, Any]]) -> str:
     lines = ["# V-ICAL leaderboard", ""]
     lines += _markdown_rows(_rows([e for e in entries if is_ranked(e)]))
-    groups = _unranked(entries)
-    texts = {
-        "partial": PARTIAL_TEXT,
-        "references": REFERENCE_TEXT,
-        "further": FURTHER_TEXT,
-        "ablations": "Other conditions of the paper's ablation (Table 5: detailed rules and/or "
-        "no demonstration video); verified, but only basic rules with the video is ranked.",
-    }
-    for key, text in texts.items():
-        if groups[key]:
-            rows = _markdown_rows(_unranked_rows(key, groups[key]), condition=key == "ablations")
-            lines += ["", f"## {UNRANKED_TITLES[key]} (not ranked)", "", text, "", *rows]
+    order = ("partial", "references", "further", "ablations")
+    for key, title, text, rows in _unranked(entries, order, ABLATIONS_BOARD_TEXT):
+        lines += [
+            "",
+            f"## {title}",
+            "",
+            text,
+            "",
+            *_markdown_rows(rows, condition=key == "ablations"),
+        ]
     return "\n".join(lines) + "\n"
 
 
