@@ -1,13 +1,10 @@
-"""Fingerprints of what the simulators do, recorded once and compared after changes.
+"""The recorded behaviour of the built-in environments, and the CPU feature levels.
 
-Four kinds, each a sha256 over frame hashes:
-- ``starts``: every task's opening frame (seed, initial skip, human-init replay);
-- ``clips``: every stored demonstration clip replayed from its own start
-  (every frame, the outcome, the score);
-- ``demos``: per task, its longest demonstration clip replayed the same way
-  (one demo trajectory for each of the 342 tasks);
-- ``random``: one random-agent episode per task (seed 0): the frames its
-  actions produce, its score, pass flag and outcome.
+The fingerprints (:mod:`vical.run.fingerprints`: every task's start frame, every
+demo clip, each task's longest clip and one random episode per task) of the 37
+built-in environments are recorded in ``tests/data/behaviour.json``; an environment
+added from a folder on ``$VICAL_TASKS_DIR`` keeps its own beside its task file
+(``vical tasks record <folder>``), and :data:`RECORDED` holds both.
 
 The float-physics environments are also checked under reduced CPU feature
 levels (:data:`LEVELS`): ``python -m tests.behaviour --float-check`` prints the
@@ -21,71 +18,21 @@ CHANGELOG.md, since it changes results).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from pathlib import Path
 
+from vical.run.fingerprints import (
+    clip_fingerprint,
+    fingerprint_all,
+    random_fingerprint,
+    recorded,
+)
+from vical.spec import BUILTIN_TASKS_DIR, EXTRA_TASKS_DIRS
+
 BASELINE = Path(__file__).parent / "data" / "behaviour.json"
-
-
-def start_fingerprint(task_id: str) -> str:
-    from vical.demos.render import task_start_sha256
-    from vical.spec import get_task
-
-    return task_start_sha256(get_task(task_id))
-
-
-def clip_fingerprint(task_id: str, clip_id: str) -> str:
-    from vical.demos.render import replay_clip
-    from vical.envs import frame_sha256
-    from vical.spec import get_task
-
-    task = get_task(task_id)
-    clip = next(c for c in task.variant.demos if c.id == clip_id)
-    rep = replay_clip(task, clip)
-    h = hashlib.sha256()
-    for f in rep.frames:
-        h.update(frame_sha256(f).encode())
-    h.update(f"|{rep.outcome}|{rep.score!r}|{rep.passed}".encode())
-    return h.hexdigest()
-
-
-def random_fingerprint(task_id: str) -> str:
-    """One random episode (the runner's seed for run 0 of run seed 0), replayed."""
-    import random
-
-    from vical.envs import make_env
-    from vical.run.runner import episode_seed
-    from vical.spec import get_task
-
-    task = get_task(task_id)
-    rng = random.Random(episode_seed(0, task_id, 0))
-    env = make_env(task)
-    h = hashlib.sha256()
-    try:
-        frame = env.reset()
-        from vical.envs import frame_sha256
-
-        h.update(frame_sha256(frame).encode())
-        while not env.done:
-            s = env.step(rng.choice(task.action_names))
-            h.update(s.frame_sha256.encode())
-        h.update(f"|{env.score()!r}|{env.passed()}|{env.outcome}".encode())
-    finally:
-        env.close()
-    return h.hexdigest()
-
-
-def distinct_clips() -> list[tuple[str, str]]:
-    """(task id, clip id) for the first task that holds each distinct clip."""
-    from vical.spec import all_tasks
-
-    seen: dict[str, str] = {}
-    for t in all_tasks():
-        for c in t.variant.demos:
-            seen.setdefault(c.id, t.id)
-    return sorted((t, c) for c, t in seen.items())
+# the built-in record and every added folder's own (vical tasks record <folder>)
+RECORDED = recorded(BASELINE, EXTRA_TASKS_DIRS)
 
 
 # The environments whose simulators compute in floats (ALE is an integer emulator,
@@ -158,11 +105,6 @@ def child_environ(level: str, found: list[str]) -> dict[str, str]:
     return env
 
 
-def longest_clip(task) -> str:
-    """The id of the task's longest demonstration clip (first among equals)."""
-    return max(task.variant.demos, key=lambda c: len(c.actions)).id
-
-
 def float_cases() -> list[tuple[str, str, str]]:
     """(kind, task id, clip id or "") checked under every level: per float-physics
     environment its longest clip, and its first task's random episode."""
@@ -190,26 +132,7 @@ def float_check() -> dict[str, str]:
 
 
 def record() -> dict:
-    from concurrent.futures import ProcessPoolExecutor
-
-    from vical.spec import all_tasks
-
-    tasks = all_tasks()
-    ids = [t.id for t in tasks]
-    clips = distinct_clips()
-    with ProcessPoolExecutor(2) as pool:
-        starts = dict(zip(ids, pool.map(start_fingerprint, ids), strict=True))
-        rnd = dict(zip(ids, pool.map(random_fingerprint, ids), strict=True))
-        cl = dict(
-            zip(
-                [f"{t}#{c}" for t, c in clips],
-                pool.map(clip_fingerprint, [t for t, _ in clips], [c for _, c in clips]),
-                strict=True,
-            )
-        )
-        longest = [longest_clip(t) for t in tasks]
-        demos = dict(zip(ids, pool.map(clip_fingerprint, ids, longest), strict=True))
-    return {"starts": starts, "clips": cl, "demos": demos, "random": rnd}
+    return fingerprint_all(BUILTIN_TASKS_DIR)
 
 
 if __name__ == "__main__":

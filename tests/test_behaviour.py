@@ -1,5 +1,6 @@
 """Behaviour is unchanged by refactoring: start frames, demo clips and random episodes
-reproduce the fingerprints recorded in tests/data/behaviour.json (see tests/behaviour.py).
+reproduce the fingerprints recorded in tests/data/behaviour.json (see tests/behaviour.py),
+and those an added folder records beside its task files (``vical tasks record``).
 
 Every task's start frame is checked in the default suite; demo clips and random
 episodes are checked on a spread of tasks here and on all of them under
@@ -12,19 +13,14 @@ import json
 import pytest
 from conftest import sampled_task_ids
 
-from tests.behaviour import (
-    BASELINE,
-    LEVELS,
-    child_environ,
+from tests.behaviour import LEVELS, RECORDED, child_environ, float_cases
+from vical.run.fingerprints import (
     clip_fingerprint,
     distinct_clips,
-    float_cases,
     longest_clip,
     random_fingerprint,
     start_fingerprint,
 )
-
-RECORDED = json.loads(BASELINE.read_text())
 
 
 def _spread(keys: list[str], every: int) -> list[str]:
@@ -41,9 +37,10 @@ def _spread(keys: list[str], every: int) -> list[str]:
 def test_the_baseline_covers_every_task_and_clip():
     from vical.spec import all_tasks
 
-    ids = {t.id for t in all_tasks()}
+    tasks = all_tasks()
+    ids = {t.id for t in tasks}
     assert set(RECORDED["starts"]) == ids == set(RECORDED["random"]) == set(RECORDED["demos"])
-    assert set(RECORDED["clips"]) == {f"{t}#{c}" for t, c in distinct_clips()}
+    assert set(RECORDED["clips"]) == {f"{t}#{c}" for t, c in distinct_clips(tasks)}
 
 
 @pytest.mark.parametrize("task_id", sampled_task_ids(sorted(RECORDED["starts"])))

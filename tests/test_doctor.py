@@ -33,7 +33,7 @@ from vical.run.doctor import (
     run_doctor,
 )
 from vical.run.doctor_record import write_record
-from vical.spec import load_envs, tasks_digest
+from vical.spec import EXTRA_TASKS_DIRS, TASKS_DIR, load_envs, tasks_digest
 
 runner = CliRunner()
 ENVS = ["cartpole", "mountaincar", "taxi"]  # two float-physics environments, one discrete
@@ -70,12 +70,22 @@ def _doctor(*args: str, env: dict | None = None):
 def test_the_packaged_record_covers_every_environment_of_this_task_data():
     """Fails when the record is stale: re-record with `vical doctor --record`."""
     record = load_record(RECORD)
-    assert record["tasks_digest"] == tasks_digest(), "stale: run `vical doctor --record`"
-    assert record["complete"] and set(record["envs"]) == set(load_envs())
+    assert record["tasks_digest"] == tasks_digest(TASKS_DIR), "stale: run `vical doctor --record`"
+    assert record["complete"] and set(record["envs"]) == set(load_envs(TASKS_DIR))
     for env, episodes in record["envs"].items():
         assert [e["kind"] for e in episodes] == [p.kind for p in probes()[env]], env
         for e in episodes:
             assert len(e["steps"]) == len(e["actions"]) + 1, (env, e["kind"])
+
+
+@pytest.mark.parametrize("folder", EXTRA_TASKS_DIRS, ids=lambda p: p.name)
+def test_an_added_folder_passes_against_the_record_beside_its_task_files(folder):
+    """An environment added from a folder (``$VICAL_TASKS_DIR``) is checked against
+    the record ``vical tasks record`` wrote beside its task files."""
+    r = _doctor("--tasks-dir", str(folder), "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["status"] == "ok" and out["envs"] == sorted(load_envs(folder))
 
 
 def test_recording_is_deterministic_and_one_step_a_line(fresh, tmp_path):
@@ -85,7 +95,7 @@ def test_recording_is_deterministic_and_one_step_a_line(fresh, tmp_path):
     (clip,) = [e for e in data["envs"]["cartpole"] if e["kind"] == "clip"]
     lines = fresh.read_text().splitlines()
     assert len(lines) > sum(len(e["steps"]) for v in data["envs"].values() for e in v)
-    assert data["complete"] is False and data["tasks_digest"] == tasks_digest()
+    assert data["complete"] is False and data["tasks_digest"] == tasks_digest(TASKS_DIR)
     assert re.fullmatch(r"[0-9a-f]{16}", clip["steps"][0]["frame"])
 
 
@@ -94,7 +104,7 @@ def test_the_packaged_record_passes_quickly_on_this_machine():
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
     assert out["status"] == "ok" and out["mode"] == "quick" and not out["divergences"]
-    float_envs = sorted(e for e, s in load_envs().items() if s.family in FLOAT_FAMILIES)
+    float_envs = sorted(e for e, s in load_envs(TASKS_DIR).items() if s.family in FLOAT_FAMILIES)
     assert out["envs"] == float_envs
     assert out["machine"]["numpy_features"] and "glibc" in out["machine"]["versions"]
     assert set(out["machine"]["env"]) >= {"NPY_DISABLE_CPU_FEATURES", "GLIBC_TUNABLES"}

@@ -1,5 +1,9 @@
 """vical.envs.games: one module per environment, found by one lookup, and no
-per-game code left in the family modules of families with several games."""
+per-game code left in the family modules of families with several games.
+
+An environment added from a folder (``$VICAL_TASKS_DIR``) has its game module in a
+package of its own named in ``$VICAL_GAME_PACKAGES``; the paper's environments
+(``vical.paper.ENVS``) have theirs in ``vical.envs.games``."""
 
 from __future__ import annotations
 
@@ -10,7 +14,8 @@ from pathlib import Path
 import pytest
 
 import vical.envs
-from vical.envs import FAMILIES, game_module
+from vical.envs import FAMILIES, game_module, game_packages
+from vical.paper import ENVS as PAPER_ENVS
 from vical.spec import load_envs
 
 ENVS = sorted(load_envs())
@@ -21,14 +26,18 @@ GAMES = Path(vical.envs.__file__).parent / "games"
 def test_every_environment_has_its_game_module_with_an_adapter(env):
     spec = load_envs()[env]
     mod = game_module(spec)
-    assert mod is not None, f"vical/envs/games/{env}.py is missing"
-    assert mod.__name__ == f"vical.envs.games.{env}"
+    if env in PAPER_ENVS:
+        assert mod is not None, f"vical/envs/games/{env}.py is missing"
+        assert mod.__name__ == f"vical.envs.games.{env}"
+    else:  # an added environment: its own package, named in $VICAL_GAME_PACKAGES
+        assert mod is not None, f"{env}: no game module {env}.py in {game_packages()}"
+        assert mod.__name__ in {f"{p}.{env}" for p in game_packages()[:-1]}
     assert isinstance(getattr(mod, "Adapter", None), type), f"{env}: no Adapter class"
 
 
 def test_the_games_package_holds_exactly_the_environments():
     modules = {p.stem for p in GAMES.glob("*.py") if p.stem != "__init__"}
-    assert modules == set(ENVS)
+    assert modules == set(PAPER_ENVS) == {e for e in ENVS if e in PAPER_ENVS}
 
 
 def _top_level_names(path: Path) -> set[str]:

@@ -3,11 +3,11 @@ checker gym.make keeps on), exact repeated resets, versioned ids and the render 
 
 One task of every environment is checked in the default suite; every task under
 ``-m slow``. Start frames are compared with the fingerprints in
-tests/data/behaviour.json (the frame_sha256 of ``make_env(task).reset()``)."""
+tests/data/behaviour.json (the frame_sha256 of ``make_env(task).reset()``), or for an
+environment added from a folder with those recorded beside its task file."""
 
 from __future__ import annotations
 
-import json
 import random
 import warnings
 
@@ -19,12 +19,12 @@ from gymnasium.utils.env_checker import check_env
 from gymnasium.wrappers import HumanRendering, PassiveEnvChecker, TimeLimit
 
 import vical.gym
-from tests.behaviour import BASELINE
+from tests.behaviour import RECORDED
 from vical.envs import frame_sha256, make_env
 from vical.gym import VicalGymEnv, gym_id
 from vical.spec import TaskSpec, all_tasks
 
-STARTS: dict[str, str] = json.loads(BASELINE.read_text())["starts"]
+STARTS: dict[str, str] = RECORDED["starts"]
 TASKS = all_tasks()
 # set to 1, every reset replays the start from the simulator's own reset (vical.envs.core)
 REPLAY_STARTS = "VICAL_REPLAY_STARTS"

@@ -190,6 +190,9 @@ def importable(tmp_path, monkeypatch):
         return folder
 
     yield write
+    from vical.envs import close_idle
+
+    close_idle()  # the simulators kept for reuse hold the old module's adapters
     for name in [m for m in sys.modules if m == PACKAGE or m.startswith(f"{PACKAGE}.")]:
         del sys.modules[name]
 
@@ -292,3 +295,64 @@ def test_demos_pack_writes_an_added_environment_in_its_own_folder(tmp_path):
     spec = load_env_file(folder / "toyline.yaml")
     assert [[c.id for c in v.demos] for v in spec.tasks] == [["toyline-detour"]] * 2
     assert package_state() == before
+
+
+# -- the state API: an adapter must name its state, read it and set it back -------------
+
+WITHOUT_FACTS = textwrap.dedent(GAME_MODULE).replace(
+    "    def state_facts(self):", "    def _facts(self):"
+)
+
+
+def test_check_refuses_an_adapter_whose_state_names_no_fact(importable):
+    """The default state_facts() gives only lives and progress(); a game with neither
+    names nothing, which the world-model track and the checks cannot use."""
+    from vical.demos.taskcheck import check_folder
+
+    folder = importable()
+    (folder / "toyline.py").write_text(WITHOUT_FACTS.lstrip())
+    assert check_folder(folder).problems == [
+        f"{folder / 'toyline.yaml'}: environment toyline: its Adapter (Adapter): "
+        "state_facts() names no fact of the state ({}); override state_facts() to return "
+        "what the frame shows by name, e.g. {'row': 2}"
+    ]
+
+
+def test_check_names_the_missing_state_api_method_in_one_line(tmp_path):
+    folder = write_toy(tmp_path)
+    module = textwrap.dedent(GAME_MODULE).lstrip() + "\nAdapter.read_state = None\n"
+    (folder / "toyline.py").write_text(module)
+    check = vical("tasks", "check", str(folder), env=cli_env(folder), cwd=tmp_path)
+    assert check.returncode == 1
+    assert check.stdout == (
+        f"{folder / 'toyline.yaml'}: environment toyline: its Adapter (Adapter) has no "
+        "read_state(); the state API: subclass vical.envs.core.Adapter "
+        "(docs/FAMILY_GUIDE.md)\n"
+    )
+
+
+def test_check_finds_a_state_that_does_not_set_back(importable):
+    from vical.demos.taskcheck import check_folder
+
+    folder = importable()
+    module = textwrap.dedent(GAME_MODULE).lstrip() + "\nAdapter.set_state = lambda self, s: None\n"
+    (folder / "toyline.py").write_text(module)
+    (problem,) = check_folder(folder).problems
+    assert problem == (
+        f"{folder / 'toyline.yaml'}: environment toyline: its Adapter (Adapter): "
+        "set_state(read_state()) does not return to the state read: facts "
+        "{'row': 1, 'column': 0} != {'row': 0, 'column': 0}"
+    )
+
+
+def test_check_reads_the_start_frame_back_with_the_game_module_reader(importable):
+    from vical.demos.taskcheck import check_folder
+
+    folder = importable()
+    reader = "\ndef read_frame(renderer, frame, hint):\n    return {'row': 3, 'column': 3}\n"
+    (folder / "toyline.py").write_text(textwrap.dedent(GAME_MODULE).lstrip() + reader)
+    (problem,) = check_folder(folder).problems
+    assert problem == (
+        f"{folder / 'toyline.yaml'}: environment toyline: its Adapter (Adapter): read_frame() "
+        "reads the start frame as {'row': 3, 'column': 3}, not its facts {'row': 0, 'column': 0}"
+    )

@@ -18,7 +18,8 @@ the runtime's :class:`~vical.envs.core.VicalEnv`:
 - :mod:`vical.authoring.sheet` — start-state contact sheets for review;
 - :mod:`vical.authoring.recipes` — one module per environment (its recipe and,
   where it has one, its human-init generator, which its task file's ``init_source``
-  names), found by :func:`author_module`.
+  names), found by :func:`author_module`; an environment added from a folder keeps
+  its own in the ``recipes`` subpackage of its game package.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from vical.envs import env_module
+from vical.envs import GAME_PACKAGE, env_module, game_packages
 from vical.spec import EnvSpec
 
 if TYPE_CHECKING:
@@ -40,9 +41,18 @@ Recipe = Callable[[EnvSpec], "tuple[list[ClipPlan], list[Pool] | list[list[str]]
 RECIPES_PACKAGE = "vical.authoring.recipes"
 
 
+def recipe_packages() -> list[str]:
+    """Packages searched for an environment's authoring module, in order: the
+    ``recipes`` subpackage of each package named in ``$VICAL_GAME_PACKAGES`` (an added
+    environment's ``<package>.recipes.<env>``), then :data:`RECIPES_PACKAGE`."""
+    added = [p for p in game_packages() if p != GAME_PACKAGE]
+    return [*(f"{p}.recipes" for p in added), RECIPES_PACKAGE]
+
+
 def author_module(spec: EnvSpec) -> ModuleType | None:
-    """The environment's authoring module ``vical.authoring.recipes.<env>``, if any."""
-    return env_module([RECIPES_PACKAGE], spec)
+    """The environment's authoring module (``vical.authoring.recipes.<env>``, or an added
+    environment's ``<package>.recipes.<env>``), if any."""
+    return env_module(recipe_packages(), spec)
 
 
 def recipe_for(spec: EnvSpec) -> Recipe | None:

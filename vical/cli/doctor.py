@@ -43,6 +43,12 @@ def doctor_cmd(
         help="The record to check against or write (default: $VICAL_DOCTOR_RECORD, else "
         "the one packaged with vical).",
     ),
+    tasks_dir: Path = typer.Option(
+        None,
+        "--tasks-dir",
+        help="An added folder of task files to check instead of the built-in set, against "
+        "the record beside them (FOLDER/doctor.json, written by `vical tasks record`).",
+    ),
     record: bool = typer.Option(
         False,
         "--record",
@@ -64,13 +70,18 @@ def doctor_cmd(
     """
     from vical.run.doctor import report_lines, run_doctor
     from vical.run.doctor_record import write_record
+    from vical.run.fingerprints import DOCTOR_FILE
     from vical.run.machine import machine, machine_lines
     from vical.run.pool import Interrupted
+    from vical.spec import TASKS_DIR
 
     envs = [e.strip() for item in env or [] for e in item.split(",") if e.strip()] or None
+    folder = TASKS_DIR if tasks_dir is None else tasks_dir
+    if tasks_dir is not None and record_file is None:
+        record_file = tasks_dir / DOCTOR_FILE
     if record:
         try:
-            path = write_record(record_file, envs, workers)
+            path = write_record(record_file, envs, workers, tasks_dir=folder)
         except (Interrupted, KeyboardInterrupt):
             interrupted("the record was not written")
         say(f"wrote the doctor record {path}")
@@ -83,7 +94,9 @@ def doctor_cmd(
             say(f"  {name:<16}{'DIVERGED' if bad else 'ok'}")
 
     try:
-        report = run_doctor(record_file, envs, quick=quick, workers=workers, on_env=progress)
+        report = run_doctor(
+            record_file, envs, quick=quick, workers=workers, on_env=progress, tasks_dir=folder
+        )
     except (Interrupted, KeyboardInterrupt):
         interrupted("the check was stopped; run it again to finish it")
     here = machine(full=True)

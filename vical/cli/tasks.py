@@ -105,6 +105,33 @@ def tasks_check(
     sys.stderr.write(f"no problems in {counts}\n")
 
 
+@tasks_app.command("record")
+def tasks_record(
+    folder: Path = typer.Argument(..., help="An added folder of task files (on $VICAL_TASKS_DIR)."),
+    workers: int = typer.Option(2, "--workers", "-j", min=1, help="Worker processes."),
+) -> None:
+    """Record an added folder's fingerprints and doctor record beside its task files.
+
+    Writes FOLDER/fingerprints.json (every task's start frame, every demo clip, each
+    task's longest clip and one random episode, as sha256 fingerprints) and
+    FOLDER/doctor.json (what `vical doctor --tasks-dir FOLDER` replays). The test
+    suite's per-environment tests read them from there; run it again after changing
+    a task file or the game module (a fingerprint recorded on other task files is
+    refused).
+    """
+    from vical.run.fingerprints import record_folder
+    from vical.run.pool import Interrupted
+
+    if not folder.is_dir() or not any(folder.glob("*.yaml")):
+        fail(f"{folder}: not a folder of task files (*.yaml); give the folder to record")
+    try:
+        written = record_folder(folder, workers)
+    except (Interrupted, KeyboardInterrupt):
+        interrupted("nothing complete was written; run it again")
+    for path in written:
+        say(f"wrote {path}")
+
+
 def _screen_folder(folder: Path, show: Any) -> list[str]:
     """The reflex screen over the tasks of a checked folder: one problem per failing task."""
     from vical.run.screen import run_screen

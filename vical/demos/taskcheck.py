@@ -9,6 +9,11 @@ for every file of a folder (or one file):
   where an initial skip or the frame-skip fill needs it;
 * a game module beside the file (``<env>.py``) is the one vical finds for the
   environment (through ``$VICAL_GAME_PACKAGES``);
+* the adapter answers the state API (:class:`vical.envs.core.Adapter`:
+  ``read_state``, ``set_state``, ``state_facts``) at the first task's start:
+  ``state_facts()`` names at least one JSON-able fact, a state read and set back
+  gives the same facts, and a game module's ``read_frame`` (the world-model
+  track's read-back, where the game has one) reads the start frame back to them;
 * every task's start plays (seed, initial skip, human-init actions) and draws an
   RGB frame; every action of the vocabulary is taken from it; tasks whose stored
   starts differ do not open on the same frame;
@@ -105,6 +110,8 @@ def _check_file(path: Path, report: CheckReport) -> list[str]:
         if start is not None:
             starts.setdefault(start, []).append(task)
     problems += _same_start_problems(starts, path)
+    if not problems:
+        problems += _state_api_problems(tasks[0], path)
     if not problems:  # demo replays need playable starts
         problems += _demo_problems(spec, tasks, path, report)
     return problems
@@ -149,6 +156,67 @@ def _game_module_problems(spec: EnvSpec, path: Path) -> list[str]:
         f"{beside}: not the game module of {spec.env} ({now}); put the folder's parent on "
         f"PYTHONPATH and the folder's name ({path.parent.name}) in ${GAME_PACKAGES_VAR}"
     ]
+
+
+STATE_API = ("read_state", "set_state", "state_facts")
+
+
+def _state_api_problems(task: TaskSpec, path: Path) -> list[str]:
+    """The adapter's state API at the task's start (one line per problem, naming the
+    environment and the method)."""
+    from vical.envs import game_module, make_env
+
+    env = make_env(task)
+    try:
+        frame = env.reset()
+        adapter = env.adapter
+        where = f"{path}: environment {task.env.env}: its Adapter ({type(adapter).__name__})"
+        fix = "the state API: subclass vical.envs.core.Adapter (docs/FAMILY_GUIDE.md)"
+        missing = [m for m in STATE_API if not callable(getattr(adapter, m, None))]
+        if missing:
+            return [f"{where} has no {', '.join(m + '()' for m in missing)}; {fix}"]
+        problems: list[str] = []
+        facts = _guard(problems, where, "state_facts() fails", adapter.state_facts)
+        if problems:
+            return problems
+        if not isinstance(facts, dict) or not facts:
+            return [
+                f"{where}: state_facts() names no fact of the state ({facts!r}); override "
+                "state_facts() to return what the frame shows by name, e.g. {'row': 2}"
+            ]
+        try:
+            json.dumps(facts, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            return [f"{where}: state_facts() is not JSON-able: {_one_line(e)}"]
+
+        def round_trip() -> Any:
+            state = adapter.read_state()
+            for name in task.action_names:  # until the state changes
+                if env.done or adapter.state_facts() != facts:
+                    break
+                env.step(name)
+            adapter.set_state(state)
+            return adapter.state_facts()
+
+        back = _guard(problems, where, "read_state() then set_state() fails", round_trip)
+        if back is not None and back != facts:
+            problems.append(
+                f"{where}: set_state(read_state()) does not return to the state read: facts "
+                f"{back!r} != {facts!r}"
+            )
+        reader = getattr(game_module(task.env), "read_frame", None)
+        if reader is not None and not problems:
+            seen = _guard(
+                problems, where, "read_frame() fails", lambda: reader(adapter, frame, facts)
+            )
+            if not problems and seen != facts:
+                problems.append(
+                    f"{where}: read_frame() reads the start frame as {seen!r}, not its facts "
+                    f"{facts!r}"
+                )
+        return problems
+    finally:
+        env.close()
 
 
 def _start_key(task: TaskSpec) -> str:
