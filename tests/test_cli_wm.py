@@ -4,11 +4,14 @@ as one error line, before any progress is shown."""
 from __future__ import annotations
 
 import pytest
-from conftest import HANG
 from typer.testing import CliRunner
 
 from vical.cli import app
 from vical.wm.models import Simulator
+
+# conftest.HANG, written again: a subprocess imports this module (SlowSimulator) as
+# tests.test_cli_wm, where no conftest is on the path
+HANG = 120.0
 
 runner = CliRunner()
 

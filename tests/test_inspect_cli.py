@@ -137,13 +137,16 @@ def test_inspect_eval_exits_0_when_samples_completed(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "limit, kind", [({"message_limit": 6}, "message"), ({"time_limit": 2}, "time")]
+    # the time limit leaves a loaded machine room for the first step, and the server's
+    # delay (0.25 s a reply, 50 s for the 200-step budget) makes sure the limit ends it
+    "limit, kind",
+    [({"message_limit": 6}, "message"), ({"time_limit": 8}, "time")],
 )
 def test_a_sample_cut_short_by_a_limit_is_scored_as_its_truncated_episode(
     tmp_path, monkeypatch, limit, kind
 ):
     monkeypatch.setenv("VICAL_API_KEY", "k")
-    with BaselineServer(delay=0.1 if kind == "time" else 0.0) as server:
+    with BaselineServer(delay=0.25 if kind == "time" else 0.0) as server:
         logs = inspect_eval(
             vical(tasks="taxi/state1", demos=False),
             model="openai-api/vical/random",
