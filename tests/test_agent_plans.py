@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -167,11 +171,12 @@ def test_the_packaged_plans_cover_every_task_of_this_task_data():
     """Fails when the plans are stale: remake them with benchmarks/policy_audit.py
     --policies expert --plans vical/data/expert-plans.json (see docs/policy-audit.md)."""
     from vical.agent.plans import DEFAULT_PLANS
-    from vical.spec import all_tasks
+    from vical.spec import TASKS_DIR, all_tasks
 
+    builtin = all_tasks(TASKS_DIR)  # an environment added from a folder brings its own plans
     plans = load_plans(DEFAULT_PLANS)
-    assert plans.missing(all_tasks()) == []
-    assert set(plans.tasks) == {t.id for t in all_tasks()}
+    assert plans.missing(builtin) == []
+    assert set(plans.tasks) == {t.id for t in builtin}
 
 
 # quick environments whose expert passes every task (docs/policy-audit.md)
@@ -208,3 +213,32 @@ def test_the_packaged_expert_passes_most_tasks_of_every_environment():
         passed[task.env.env].append(bool(step.passed))
     weak = {e: f"{sum(p)}/{len(p)}" for e, p in passed.items() if 2 * sum(p) <= len(p)}
     assert not weak, f"environments whose expert passes half or fewer tasks: {weak}"
+
+
+def _load_packaged_plans_with(folder: Path) -> subprocess.CompletedProcess[str]:
+    code = (
+        "from vical.agent.plans import DEFAULT_PLANS, load_plans; "
+        "print(len(load_plans(DEFAULT_PLANS).tasks))"
+    )
+    env = {**os.environ, "VICAL_TASKS_DIR": str(folder)}
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_the_packaged_plans_hold_while_a_folder_only_adds_environments(tmp_path):
+    from tests.test_tasks_check import TASK_FILE
+    from vical.spec import BUILTIN_TASKS_DIR
+
+    added = tmp_path / "added"
+    added.mkdir()
+    (added / "toyline.yaml").write_text(TASK_FILE.lstrip())
+    done = _load_packaged_plans_with(added)
+    assert done.returncode == 0 and done.stdout.strip() == "342", done.stderr[-2000:]
+
+    replaced = tmp_path / "replaced"  # a folder's taxi.yaml replaces the built-in one
+    replaced.mkdir()
+    taxi = (BUILTIN_TASKS_DIR / "taxi.yaml").read_text()
+    (replaced / "taxi.yaml").write_text(taxi + "# changed\n")
+    done = _load_packaged_plans_with(replaced)
+    assert done.returncode != 0 and "the plans must be remade for this task data" in done.stderr

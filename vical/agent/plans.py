@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from vical.errors import AgentConfigError, VicalError
-from vical.spec import TaskSpec, get_task, tasks_digest
+from vical.spec import TASKS_DIR, TaskSpec, get_task, task_files, tasks_digest
 
 PLANS_FORMAT = "vical-plans/1"
 # the expert plans packaged with vical (made by the maintainers; may be absent)
@@ -89,11 +89,23 @@ def _task_plan(where: str, task_id: str, entry: Any) -> TaskPlan:
     return TaskPlan(actions=tuple(actions), expert=expert.strip())
 
 
+def plan_digests() -> set[str]:
+    """The task-data digests a plan file may have been made for: this vical's, and the
+    built-in set's while the folders on ``$VICAL_TASKS_DIR`` only add environments (the
+    built-in tasks are then unchanged, and so are their plans)."""
+    digests = {tasks_digest()}
+    read = task_files()
+    if all(read.get(f.stem) == f for f in TASKS_DIR.glob("*.yaml")):
+        digests.add(tasks_digest(TASKS_DIR))
+    return digests
+
+
 def load_plans(path: str | Path) -> Plans:
     """Read and check a plan file (AgentConfigError: one line naming file and problem).
 
     Checked: JSON, the format tag, the task-data digest (a file made for other task
-    data must be remade), every task id, every action against its task's vocabulary
+    data must be remade; one made for the built-in tasks holds while added folders
+    only add environments, :func:`plan_digests`), every task id, every action against its task's vocabulary
     and each plan's expert name.
     """
     p = Path(path)
@@ -117,7 +129,7 @@ def load_plans(path: str | Path) -> Plans:
     digest, current = doc.get("tasks_digest"), tasks_digest()
     if not isinstance(digest, str):
         raise AgentConfigError(f"{where}: 'tasks_digest' is missing or not a string")
-    if digest != current:
+    if digest not in plan_digests():
         raise AgentConfigError(
             f"{where}: made for task data {digest}, but this vical has {current}; "
             f"the plans must be remade for this task data: {MAKE_PLANS}"
