@@ -47,6 +47,7 @@ def test_the_suite_takes_an_environment_added_from_a_folder(tmp_path):
         "lakegames/frozenlake.yaml",
         "lakegames/frozenlake.py",
         "lakegames/recipes/frozenlake.py",
+        "make_plans.py",
     }
     env = vical_on_path(tmp_path / ".bin")
     env.update(PYTHONPATH=f"{tmp_path}:{REPO}", VICAL_GAME_PACKAGES="lakegames")

@@ -11,6 +11,7 @@ carry over to the next. The blocks a test of its own needs (the files, for
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -59,7 +60,8 @@ def guide_files(root: Path) -> list[Path]:
 
 
 def vical_on_path(bin_dir: Path) -> dict[str, str]:
-    """An environment whose ``vical`` is this checkout's command line, run by this Python."""
+    """An environment whose ``vical`` is this checkout's command line and whose ``python``
+    is this Python, both with the checkout importable after the guide's own PYTHONPATH."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     repo = Path(__file__).parents[1]
     shim = bin_dir / "vical"
@@ -68,6 +70,11 @@ def vical_on_path(bin_dir: Path) -> dict[str, str]:
         f'exec {sys.executable} -m vical.cli "$@"\n'
     )
     shim.chmod(0o755)
+    python = bin_dir / "python"  # the guide's python: this one, with this checkout importable
+    python.write_text(
+        f'#!/bin/sh\nPYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{repo}" exec {sys.executable} "$@"\n'
+    )
+    python.chmod(0o755)
     env = {
         k: v
         for k, v in os.environ.items()
@@ -105,7 +112,7 @@ def run_guide(root: Path, blocks: list[Block]) -> list[tuple[Block, str]]:
 
 def test_the_guide_runs_as_written(tmp_path):
     blocks = guide_blocks()
-    assert sum(b.kind == "file" for b in blocks) == 3 and sum(b.kind == "run" for b in blocks) >= 5
+    assert sum(b.kind == "file" for b in blocks) == 4 and sum(b.kind == "run" for b in blocks) >= 6
     run_guide(tmp_path, blocks)
     folder = tmp_path / "lakegames"
     assert {p.name for p in folder.iterdir()} >= {
@@ -114,10 +121,16 @@ def test_the_guide_runs_as_written(tmp_path):
         "recipes",
         "fingerprints.json",
         "doctor.json",
+        "expert-plans.json",
     }
     assert "demos:" in (folder / "frozenlake.yaml").read_text()  # written by vical demos make
-    results = sorted(p.parent.name for p in (tmp_path / "runs").rglob("eval_result.json"))
-    assert len(results) == 2, results
+    for run in ("lake", "expert"):  # the random agent's run and the expert baseline
+        results = list((tmp_path / "runs" / run).rglob("eval_result.json"))
+        assert len(results) == 2, (run, results)
+    expert = [
+        json.loads(p.read_text()) for p in (tmp_path / "runs/expert").rglob("eval_result.json")
+    ]
+    assert all(r["passed"] for r in expert), expert
 
 
 def test_a_failing_block_or_a_missing_expectation_stops_the_run(tmp_path):
