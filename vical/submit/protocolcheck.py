@@ -33,7 +33,7 @@ from vical.submit.kinds import AgentKind, protocol_backend
 from vical.submit.verdict import VerifyError
 
 if TYPE_CHECKING:
-    from vical.submit.logcheck import Cursor
+    from vical.submit.cursor import Cursor
 
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 _MIME_EXT = {"image/jpeg": "jpg", "image/png": "png", "video/mp4": "mp4"}
