@@ -36,6 +36,8 @@ SELECTED = " or ".join(
         "166_human_init",  # the paper's start sequences
         "strict_reading_rejects",  # the paper's tags
         "digest_covers",  # the task-data digest with a folder added
+        "every_task_has_a_package",  # the paper's demo packages (Appendix 1.2)
+        "clips_per_task_equal",
     ]
 )
 

@@ -837,7 +837,7 @@ FRAMES_MEAN_TOLERANCE = 0.10  # relative
 
 @pytest.fixture(scope="module")
 def stats():
-    return demo_stats()
+    return demo_stats(ALL_TASKS)
 
 
 def test_every_task_has_a_package(stats):
