@@ -54,7 +54,7 @@ def _first_prompt(task, rules: str) -> str:
         )
         agent.start(ctx)
         frame = np.zeros((8, 8, 3), dtype=np.uint8)
-        msg = agent._first_message(ctx, Observation(0, frame, "0" * 64, None))
+        msg = agent._turns.first(ctx, Observation(0, frame, "0" * 64, None))
     finally:
         agent.close()
     return _norm(" ".join(p["text"] for p in msg["content"] if p["type"] == "text"))

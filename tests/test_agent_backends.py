@@ -20,7 +20,7 @@ from conftest import HANG
 
 from vical.agent import get_agent
 from vical.agent.base import agent_names
-from vical.agent.protocol import payload_sha256
+from vical.agent.bodies import payload_sha256
 from vical.agent.replay import iter_requests, replay_requests
 from vical.serve import BaselineServer
 from vical.spec import get_task
@@ -463,7 +463,7 @@ def test_timeout_reaches_every_sdk(backend, server, tmp_path):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_huge_reply_is_capped_for_every_backend(backend, server, tmp_path):
-    from vical.agent.protocol import MAX_REPLY_CHARS
+    from vical.agent.wire import MAX_REPLY_CHARS
 
     played = play(make(backend, server, model="fault-huge"), TASK, tmp_path, max_decisions=1)
     assert played.actions
@@ -474,7 +474,7 @@ def test_huge_reply_is_capped_for_every_backend(backend, server, tmp_path):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_preflight_reports_a_malformed_endpoint_in_the_backend_terms(backend, server):
-    from vical.agent.protocol import PreflightError
+    from vical.agent.failures import PreflightError
 
     label = {
         "openai-chat": "OpenAI chat completions",

@@ -28,7 +28,9 @@ from vical.agent.backends.openai_chat import OpenAIChatAgent
 from vical.agent.backends.openai_responses import OpenAIResponsesAgent
 from vical.agent.backends.openrouter import OpenRouterAgent
 from vical.agent.bodies import ConversationCache, compact_json, payload_sha256
-from vical.agent.protocol import ApiFailure, MediaStore, data_url, media_data_url, resolve_api_key
+from vical.agent.credentials import resolve_api_key
+from vical.agent.failures import ApiFailure
+from vical.agent.media import MediaStore, data_url, media_data_url
 from vical.agent.replay import iter_requests
 from vical.serve import BaselineServer
 from vical.spec import get_task
@@ -384,16 +386,16 @@ def test_media_store_makes_each_data_url_once():
 
 
 def test_a_repeated_frame_is_encoded_once_and_logged_as_before(demos, tmp_path, monkeypatch):
-    import vical.agent.protocol as protocol
+    import vical.agent.messages as messages
 
     encoded: list[int] = []
-    original = protocol.encode_jpeg
+    original = messages.encode_jpeg
 
     def counting(frame: Any) -> bytes:
         encoded.append(1)
         return original(frame)
 
-    monkeypatch.setattr(protocol, "encode_jpeg", counting)
+    monkeypatch.setattr(messages, "encode_jpeg", counting)
     with BaselineServer() as server:
         agent = agent_for("openai-chat", server, "random")
         # the same frame at every turn, as when an action changes nothing on screen

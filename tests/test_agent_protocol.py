@@ -14,6 +14,9 @@ import pytest
 from agent_support import CLI_KWARGS, chat_user_texts, data_url_bytes, demo_clips, play
 
 from vical.agent import get_agent
+from vical.agent.credentials import is_local_endpoint
+from vical.agent.failures import ApiKeyMissing, PreflightError
+from vical.agent.media import encode_jpeg
 from vical.agent.parse import (
     EMPTY,
     ILLEGAL,
@@ -25,14 +28,8 @@ from vical.agent.parse import (
     parse_reply,
     split_think,
 )
-from vical.agent.protocol import (
-    MAX_REPLY_CHARS,
-    ApiKeyMissing,
-    PreflightError,
-    encode_jpeg,
-    is_local_endpoint,
-)
 from vical.agent.replay import ReplayError, replay_requests
+from vical.agent.wire import MAX_REPLY_CHARS
 from vical.envs import make_env
 from vical.serve import BaselineServer
 from vical.spec import get_task
@@ -758,7 +755,7 @@ def test_ask_retries_like_a_turn_and_keeps_a_failed_message_out_of_the_history()
 
 _JPEG_PROBE = """
 import hashlib, random
-from vical.agent.protocol import encode_jpeg
+from vical.agent.media import encode_jpeg
 from vical.envs import make_env
 from vical.spec import get_task
 hs = []

@@ -15,7 +15,7 @@ import pytest
 from agent_support import CLI_KWARGS, play
 
 from vical.agent import get_agent
-from vical.agent.protocol import PreflightError
+from vical.agent.failures import PreflightError
 from vical.agent.redact import MASK, redact_argv, redact_text, redact_url
 from vical.serve import BaselineServer
 from vical.spec import get_task

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # ---------------------------------------------------------------------------
 def test_existing_errors_are_vical_errors_and_keep_their_builtin_base():
     from vical.agent.base import UnknownAgent
-    from vical.agent.protocol import ApiKeyMissing, PreflightError
+    from vical.agent.failures import ApiKeyMissing, PreflightError
     from vical.run import runner
     from vical.spec import TaskSpecError
 

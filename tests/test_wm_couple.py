@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from vical.agent.protocol import encode_jpeg, sha256_hex
+from vical.agent.media import encode_jpeg, sha256_hex
 from vical.cli import app
 from vical.envs import make_env
 from vical.envs.core import frame_sha256
@@ -376,7 +376,7 @@ def test_a_world_model_that_is_down_stops_the_run_before_any_episode(tmp_path):
 def test_the_imagined_frames_leave_the_start_frame_last_in_the_first_message():
     """The baseline server (and any reader of the protocol) finds the start frame as the
     first message's last image; imagination goes before it, and after it in later turns."""
-    from vical.agent.protocol import first_message, imagination_parts, next_message
+    from vical.agent.messages import first_message, imagination_parts, next_message
 
     task = get_task(TASK)
     frame = {"type": "image", "sha256": "1" * 64, "mime": "image/jpeg"}

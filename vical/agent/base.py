@@ -113,7 +113,7 @@ class Agent(ABC):
 
         The default does nothing (an agent without a remote model has nothing
         to check). A model backend sends one tiny request and raises
-        :class:`vical.agent.protocol.PreflightError` with a one-line reason
+        :class:`vical.agent.failures.PreflightError` with a one-line reason
         when the endpoint, the key or the model is wrong.
         """
 

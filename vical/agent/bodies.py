@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-Message = dict[str, Any]  # provider-neutral message (see vical.agent.protocol)
+from vical.agent.messages import Message
 
 
 def _jsonable(obj: Any) -> Any:

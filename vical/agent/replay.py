@@ -28,7 +28,8 @@ from typing import Any
 
 from vical.agent.base import _MODULES, _REGISTRY
 from vical.agent.bodies import payload_sha256
-from vical.agent.protocol import Message, ProtocolAgent
+from vical.agent.messages import Message
+from vical.agent.protocol import ProtocolAgent
 
 
 class ReplayError(ValueError):

@@ -48,7 +48,8 @@ from vical.outcomes import FailureMode
 from vical.run.results import atomic_write_json, file_sha256, load_results
 
 if TYPE_CHECKING:
-    from vical.agent.protocol import Media, ProtocolAgent
+    from vical.agent.media import Media
+    from vical.agent.protocol import ProtocolAgent
 
 SCHEMA_VERSION = 1
 VALID = "valid"

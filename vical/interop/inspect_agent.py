@@ -30,23 +30,15 @@ request goes back to the event loop with :func:`anyio.from_thread.run`.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from vical.agent.base import register_agent
-from vical.agent.protocol import (
-    CONTEXT_LENGTH,
-    DEFAULT_MAX_RETRY_AFTER,
-    FATAL,
-    ApiFailure,
-    Media,
-    Message,
-    ProtocolAgent,
-    Reply,
-    media_data_url,
-)
-from vical.agent.redact import redact_url
+from vical.agent.failures import CONTEXT_LENGTH, FATAL, ApiFailure
+from vical.agent.media import Media, media_data_url
+from vical.agent.messages import Message
+from vical.agent.protocol import ProtocolAgent
+from vical.agent.wire import Reply
 from vical.errors import import_optional
 
 BACKEND = "inspect"
@@ -144,6 +136,7 @@ class InspectAgent(ProtocolAgent):
     conversation_field = "messages"
     sends_body = False
     default_key_env = ""
+    needs_key = False
 
     def __init__(
         self,
@@ -156,42 +149,30 @@ class InspectAgent(ProtocolAgent):
         format_retries: int = 3,
         seed: int | None = None,
     ):
-        # ProtocolAgent.__init__ builds an SDK client from an API key; this backend has
-        # neither (Inspect holds them), so the attributes the protocol reads are set here.
-        if not model:
-            raise ValueError(f"backend {BACKEND}: a model name is required")
         if demo_transport not in DEMO_TRANSPORTS:
             raise ValueError(
                 f"demo_transport must be one of {', '.join(DEMO_TRANSPORTS)}, not {demo_transport!r}"
             )
-        self._raw_endpoint = None
-        self.endpoint = redact_url(endpoint)
-        self.model = model
-        self.api_key_env = None
-        self.temperature = None
-        self.max_output_tokens = None
-        self.reasoning_effort = None
-        self.extra_body = None
-        self.seed = seed
-        self.format_retries = int(format_retries)
-        self.transport_retries = 0  # Inspect retries; what it gives up on errors the sample
-        self.retry_base_delay = 0.0
-        self.retry_max_delay = 0.0
-        self.request_timeout = None
-        self.max_retry_after = DEFAULT_MAX_RETRY_AFTER
-        self.rate_limit = None
-        self._limiter = None
-        self.config = dict(config or {})
+        self.config = dict(config or {})  # settings() reads it while the protocol sets up
         self.demo_transport = demo_transport  # type: ignore[misc]  # per instance here
         self._generate = generate
-        self._secrets = ()
-        self._client = None
-        self._rng = random.Random(seed)
-        self._ctx = None
         self._converted: dict[int, tuple[dict[str, Any], Any]] = {}
         self.conversation: list[Any] = []  # the last request's Inspect messages, then the reply
+        # Inspect holds the key and the connection (needs_key is False, make_client makes
+        # nothing) and does the retrying: what it gives up on errors the sample
+        super().__init__(
+            endpoint=endpoint,
+            model=model,
+            seed=seed,
+            format_retries=format_retries,
+            transport_retries=0,
+            retry_base_delay=0.0,
+            retry_max_delay=0.0,
+            request_timeout=None,
+        )
 
-    def make_client(self, api_key: str) -> Any:  # pragma: no cover - never called
+    def make_client(self, api_key: str) -> Any:
+        """No client: each request goes to Inspect's ``Model.generate``."""
         return None
 
     def settings(self) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vical.agent.base import Agent, Decision, EpisodeContext, Observation
-from vical.agent.protocol import encode_jpeg, sha256_hex
+from vical.agent.media import encode_jpeg, sha256_hex
 from vical.errors import VicalError
 from vical.interop.inspect_agent import BACKEND, inspect_ai_module
 

@@ -45,7 +45,7 @@ class ExpertPolicy:
         self._plans: dict[str, list[str] | None] = {}
 
     def _identify(self, conv: Conversation) -> str | None:
-        from vical.agent.protocol import encode_jpeg
+        from vical.agent.media import encode_jpeg
         from vical.envs import make_env
         from vical.spec import all_tasks
 

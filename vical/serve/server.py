@@ -177,15 +177,19 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def _send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(obj).encode()
+    def _send_bytes(
+        self, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None
+    ) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
+
+    def _send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        self._send_bytes(status, json.dumps(obj).encode(), "application/json", headers)
 
     def do_GET(self) -> None:
         server = self.baseline
@@ -306,26 +310,25 @@ class _Handler(BaseHTTPRequestHandler):
         obj: Any,
         headers: dict[str, str] | None = None,
     ) -> None:
-        server = self.baseline
-        entry["status"] = status
-        with server.lock:
-            server.requests.append(entry)
-            server.stats[f"{api}:{status}"] += 1
-        self._send_json(status, obj, headers)
+        """Record the request and answer it with JSON ``obj``."""
+        self._finish_raw(entry, api, status, json.dumps(obj).encode(), "application/json", headers)
 
     def _finish_raw(
-        self, entry: dict[str, Any], api: str, status: int, data: bytes, ctype: str
+        self,
+        entry: dict[str, Any],
+        api: str,
+        status: int,
+        data: bytes,
+        ctype: str,
+        headers: dict[str, str] | None = None,
     ) -> None:
+        """Record the request (its status, the per-API counts) and answer it with ``data``."""
         server = self.baseline
         entry["status"] = status
         with server.lock:
             server.requests.append(entry)
             server.stats[f"{api}:{status}"] += 1
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self._send_bytes(status, data, ctype, headers)
 
     def _credential_heard(self) -> str:
         """The credential the request carried, whichever way it was sent."""

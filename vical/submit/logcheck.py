@@ -224,7 +224,7 @@ def _imagined(
 
 def _jpeg_sha256(frame: Any) -> str:
     """The sha256 of the JPEG the protocol shows for a frame (live or imagined)."""
-    from vical.agent.protocol import encode_jpeg, sha256_hex
+    from vical.agent.media import encode_jpeg, sha256_hex
 
     return sha256_hex(encode_jpeg(frame))
 

@@ -6,7 +6,7 @@ log's records decision by decision for :func:`vical.submit.logcheck.check_log`: 
 user message is rebuilt from this vical's task data, the run's declared condition
 (rules text, whether demonstrations were shown, the backend's demonstration
 transport) and the logged replies, with the protocol's own pure builders
-(:func:`vical.agent.protocol.first_message` and the others); the logged ``append``
+(:func:`vical.agent.messages.first_message` and the others); the logged ``append``
 of every request must equal the rebuilt messages exactly, and the request body
 rendered from them with the backend's own renderer must have the logged
 ``request_sha256``. Each reply is parsed again: the parse, the retries and the
@@ -18,7 +18,7 @@ was forged to match.
 The demonstrations a session lists must be the task data's own clips, rendered here
 (:func:`canonical_demo_media`). In a coupled run, the imagined frames a request
 showed are rebuilt from the logged replies of the world model (JPEG-encoded as the
-protocol encodes a frame, :func:`vical.agent.protocol.imagination_parts`), so a
+protocol encodes a frame, :func:`vical.agent.messages.imagination_parts`), so a
 request that showed other imagined frames fails like any other altered request.
 """
 
@@ -184,7 +184,7 @@ class ProtocolCheck:
     ) -> dict[str, Any]:
         """The rebuilt user message of a turn, its frame part taken from ``got`` and, in a
         coupled run, its imagined frames rebuilt from the logged ``rollouts``."""
-        from vical.agent.protocol import first_message, imagination_parts, next_message
+        from vical.agent.messages import first_message, imagination_parts, next_message
 
         imagined = imagination_parts(
             [(r.action, [imagined_part(j) for j in r.jpeg_sha256]) for r in rollouts or []]
@@ -219,8 +219,8 @@ class ProtocolCheck:
     def decision(
         self, step: int, hashes: list[Any], jpegs: dict[int, str], rollouts: list[Any] | None = None
     ) -> tuple[str | None, str | None]:
+        from vical.agent.messages import reply_message, retry_message
         from vical.agent.parse import parse_reply
-        from vical.agent.protocol import reply_message, retry_message
 
         cur = self.cur
         where = f"for the decision at step {step}"
@@ -335,7 +335,7 @@ class ProtocolCheck:
     def _api_error(self, attempt: int, max_transport: Any, where: str) -> str | None:
         """Read the api_error answering the current request: the decision's failure it
         ends in, or None when the protocol sends the request again."""
-        from vical.agent.protocol import CONTEXT_LENGTH, RETRYABLE
+        from vical.agent.failures import CONTEXT_LENGTH, RETRYABLE
 
         err = self.cur.take("api_error", where)
         if err.get("request_index") != self.requests:
@@ -377,7 +377,7 @@ def canonical_demo_media(task: Any, clip: Any, transport: str) -> list[str]:
     """The sha256 of each media part a backend shows for ``clip`` under ``transport``:
     the clip rendered from the task data here (through the demo cache), so the media a
     bundle carries are held to the canonical rendering, not only to their own hashes."""
-    from vical.agent.protocol import sha256_hex
+    from vical.agent.media import sha256_hex
     from vical.demos import load_demo_clip
 
     key = (task.id, str(_clip_id(clip)), transport)

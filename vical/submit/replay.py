@@ -49,7 +49,7 @@ def replay_one(
     def check_jpeg(step: int, frame: Any) -> None:
         want = jpegs.get(step)
         if want is not None and not shown:
-            from vical.agent.protocol import encode_jpeg, sha256_hex
+            from vical.agent.media import encode_jpeg, sha256_hex
 
             if sha256_hex(encode_jpeg(frame)) != want:
                 shown.append(f"the request of step {step} showed another frame than the replay's")

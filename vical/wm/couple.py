@@ -5,7 +5,7 @@ same run folder, same bundle and verification), with one addition at every
 decision: before the agent answers, a world model imagines, for each
 *candidate* action, the frames that would follow playing that action
 ``horizon`` times in a row from the current state. A model backend shows those
-imagined frames in the turn's message (:func:`vical.agent.protocol.imagination_parts`);
+imagined frames in the turn's message (:func:`vical.agent.messages.imagination_parts`);
 the action it then chooses is played in the real simulator. Running the same
 tasks with a perfect world model (``simulator``), with persistence
 (``copy-last``) and with a model under test (``http``) separates what the

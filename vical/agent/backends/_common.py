@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from vical.agent.protocol import (
+from vical.agent.failures import (
     CONTEXT_LENGTH,
     FATAL,
     RETRYABLE,
     ApiFailure,
-    Message,
     looks_like_context_error,
 )
+from vical.agent.messages import Message
 
 # -- request options -----------------------------------------------------------------
 
@@ -99,3 +99,30 @@ def status_failure(
 def transport_failure(exc: BaseException, reason: str, detail: str = "") -> ApiFailure:
     """A request that got no reply (``reason``: timeout or connection): retryable."""
     return ApiFailure(RETRYABLE, f"{type(exc).__name__}: {exc}{detail}", reason=reason)
+
+
+# -- replies -------------------------------------------------------------------------
+
+
+def usage_counts(
+    u: Any, *, input_name: str, output_name: str, input_details: str, output_details: str
+) -> dict[str, int]:
+    """An OpenAI SDK usage object as the protocol's token counts. The two OpenAI APIs
+    name the same counts differently: ``input_name``/``output_name`` are the token
+    totals (``prompt_tokens``/``completion_tokens`` in chat completions,
+    ``input_tokens``/``output_tokens`` in the Responses API), ``input_details`` and
+    ``output_details`` the objects holding ``cached_tokens`` and ``reasoning_tokens``."""
+    if u is None:
+        return {}
+    out = {
+        "input_tokens": int(getattr(u, input_name, 0) or 0),
+        "output_tokens": int(getattr(u, output_name, 0) or 0),
+        "total_tokens": int(getattr(u, "total_tokens", 0) or 0),
+    }
+    reasoning = getattr(getattr(u, output_details, None), "reasoning_tokens", None)
+    if reasoning:
+        out["reasoning_tokens"] = int(reasoning)
+    cached = getattr(getattr(u, input_details, None), "cached_tokens", None)
+    if cached:
+        out["cached_input_tokens"] = int(cached)
+    return out

@@ -62,17 +62,12 @@ from typing import Any
 from vical.agent.backends._common import render_options, status_failure, transport_failure
 from vical.agent.base import EpisodeContext, register_agent
 from vical.agent.bodies import PreparedRequest
-from vical.agent.protocol import (
-    CONNECTION,
-    TIMEOUT,
-    ApiFailure,
-    Media,
-    Message,
-    ProtocolAgent,
-    Reply,
-    malformed_reply,
-    parse_retry_after,
-)
+from vical.agent.failures import CONNECTION, TIMEOUT, ApiFailure, malformed_reply
+from vical.agent.media import Media
+from vical.agent.messages import Message
+from vical.agent.protocol import ProtocolAgent
+from vical.agent.retry import parse_retry_after
+from vical.agent.wire import Reply
 from vical.errors import import_optional
 
 _LEVELS = ("minimal", "low", "medium", "high", "xhigh")

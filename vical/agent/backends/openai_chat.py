@@ -36,24 +36,16 @@ from vical.agent.backends._common import (
     request_body,
     status_failure,
     transport_failure,
+    usage_counts,
 )
 from vical.agent.base import register_agent
 from vical.agent.bodies import PreparedRequest, compact_json
-from vical.agent.protocol import (
-    CONNECTION,
-    FATAL,
-    TIMEOUT,
-    ApiFailure,
-    Media,
-    Message,
-    ProtocolAgent,
-    Reply,
-    check_json_body,
-    describe_body,
-    malformed_reply,
-    media_data_url,
-    parse_retry_after,
-)
+from vical.agent.failures import CONNECTION, FATAL, TIMEOUT, ApiFailure, malformed_reply
+from vical.agent.media import Media, media_data_url
+from vical.agent.messages import Message
+from vical.agent.protocol import ProtocolAgent
+from vical.agent.retry import parse_retry_after
+from vical.agent.wire import Reply, check_json_body, describe_body
 from vical.errors import import_optional
 
 _RETRY_STATUS = {408, 409, 425, 429}
@@ -137,20 +129,13 @@ def post_openai(client: Any, path: str, cast_to: type, body: bytes, needs: str) 
 
 
 def _usage_from(u: Any) -> dict[str, int]:
-    if u is None:
-        return {}
-    out = {
-        "input_tokens": int(getattr(u, "prompt_tokens", 0) or 0),
-        "output_tokens": int(getattr(u, "completion_tokens", 0) or 0),
-        "total_tokens": int(getattr(u, "total_tokens", 0) or 0),
-    }
-    details = getattr(u, "completion_tokens_details", None)
-    if details is not None and getattr(details, "reasoning_tokens", None):
-        out["reasoning_tokens"] = int(details.reasoning_tokens)
-    cached = getattr(getattr(u, "prompt_tokens_details", None), "cached_tokens", None)
-    if cached:
-        out["cached_input_tokens"] = int(cached)
-    return out
+    return usage_counts(
+        u,
+        input_name="prompt_tokens",
+        output_name="completion_tokens",
+        input_details="prompt_tokens_details",
+        output_details="completion_tokens_details",
+    )
 
 
 def _reasoning_from(message: Any) -> str | None:

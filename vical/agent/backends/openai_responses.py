@@ -23,6 +23,7 @@ from vical.agent.backends._common import (
     render_message,
     render_options,
     request_body,
+    usage_counts,
 )
 from vical.agent.backends.openai_chat import (
     PostsSerialisedBody,
@@ -31,31 +32,21 @@ from vical.agent.backends.openai_chat import (
     post_openai,
 )
 from vical.agent.base import register_agent
-from vical.agent.protocol import (
-    Media,
-    Message,
-    ProtocolAgent,
-    Reply,
-    malformed_reply,
-    media_data_url,
-)
+from vical.agent.failures import malformed_reply
+from vical.agent.media import Media, media_data_url
+from vical.agent.messages import Message
+from vical.agent.protocol import ProtocolAgent
+from vical.agent.wire import Reply
 
 
 def _usage_from(u: Any) -> dict[str, int]:
-    if u is None:
-        return {}
-    out = {
-        "input_tokens": int(getattr(u, "input_tokens", 0) or 0),
-        "output_tokens": int(getattr(u, "output_tokens", 0) or 0),
-        "total_tokens": int(getattr(u, "total_tokens", 0) or 0),
-    }
-    reasoning = getattr(getattr(u, "output_tokens_details", None), "reasoning_tokens", None)
-    if reasoning:
-        out["reasoning_tokens"] = int(reasoning)
-    cached = getattr(getattr(u, "input_tokens_details", None), "cached_tokens", None)
-    if cached:
-        out["cached_input_tokens"] = int(cached)
-    return out
+    return usage_counts(
+        u,
+        input_name="input_tokens",
+        output_name="output_tokens",
+        input_details="input_tokens_details",
+        output_details="output_tokens_details",
+    )
 
 
 @register_agent("openai-responses")

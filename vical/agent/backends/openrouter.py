@@ -19,7 +19,7 @@ from typing import Any
 from vical.agent.backends._common import effort_object
 from vical.agent.backends.openai_chat import OpenAIChatAgent
 from vical.agent.base import register_agent
-from vical.agent.protocol import Media, media_data_url
+from vical.agent.media import Media, media_data_url
 
 
 @register_agent("openrouter")
