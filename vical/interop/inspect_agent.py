@@ -43,6 +43,13 @@ from vical.errors import import_optional
 
 BACKEND = "inspect"
 DEMO_TRANSPORTS = ("frames", "video")
+# the protocol's transport options, off: Inspect does the retrying and the timing
+_NO_RETRIES: dict[str, Any] = {
+    "transport_retries": 0,
+    "retry_base_delay": 0.0,
+    "retry_max_delay": 0.0,
+    "request_timeout": None,
+}
 
 
 def inspect_ai_module(needed_for: str = "V-ICAL in Inspect AI") -> Any:
@@ -159,16 +166,9 @@ class InspectAgent(ProtocolAgent):
         self._converted: dict[int, tuple[dict[str, Any], Any]] = {}
         self.conversation: list[Any] = []  # the last request's Inspect messages, then the reply
         # Inspect holds the key and the connection (needs_key is False, make_client makes
-        # nothing) and does the retrying: what it gives up on errors the sample
+        # nothing) and does the retrying (_NO_RETRIES): what it gives up on errors the sample
         super().__init__(
-            endpoint=endpoint,
-            model=model,
-            seed=seed,
-            format_retries=format_retries,
-            transport_retries=0,
-            retry_base_delay=0.0,
-            retry_max_delay=0.0,
-            request_timeout=None,
+            endpoint=endpoint, model=model, seed=seed, format_retries=format_retries, **_NO_RETRIES
         )
 
     def make_client(self, api_key: str) -> Any:

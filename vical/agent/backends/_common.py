@@ -7,6 +7,7 @@ logic is the same across them, told apart only by field names or status sets.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from vical.agent.failures import (
@@ -104,25 +105,39 @@ def transport_failure(exc: BaseException, reason: str, detail: str = "") -> ApiF
 # -- replies -------------------------------------------------------------------------
 
 
-def usage_counts(
-    u: Any, *, input_name: str, output_name: str, input_details: str, output_details: str
-) -> dict[str, int]:
-    """An OpenAI SDK usage object as the protocol's token counts. The two OpenAI APIs
-    name the same counts differently: ``input_name``/``output_name`` are the token
-    totals (``prompt_tokens``/``completion_tokens`` in chat completions,
-    ``input_tokens``/``output_tokens`` in the Responses API), ``input_details`` and
-    ``output_details`` the objects holding ``cached_tokens`` and ``reasoning_tokens``."""
-    if u is None:
-        return {}
-    out = {
-        "input_tokens": int(getattr(u, input_name, 0) or 0),
-        "output_tokens": int(getattr(u, output_name, 0) or 0),
-        "total_tokens": int(getattr(u, "total_tokens", 0) or 0),
-    }
-    reasoning = getattr(getattr(u, output_details, None), "reasoning_tokens", None)
-    if reasoning:
-        out["reasoning_tokens"] = int(reasoning)
-    cached = getattr(getattr(u, input_details, None), "cached_tokens", None)
-    if cached:
-        out["cached_input_tokens"] = int(cached)
-    return out
+@dataclass(frozen=True)
+class UsageNames:
+    """Where an OpenAI API keeps its token counts: the two APIs name the same counts
+    differently (:data:`CHAT_USAGE`, :data:`RESPONSES_USAGE`). ``input`` and
+    ``output`` are the token totals, ``input_details`` and ``output_details`` the
+    objects holding ``cached_tokens`` and ``reasoning_tokens``."""
+
+    input: str
+    output: str
+    input_details: str
+    output_details: str
+
+    def counts(self, u: Any) -> dict[str, int]:
+        """The SDK usage object ``u`` (None: nothing reported) as the protocol's counts."""
+        if u is None:
+            return {}
+        out = {
+            "input_tokens": int(getattr(u, self.input, 0) or 0),
+            "output_tokens": int(getattr(u, self.output, 0) or 0),
+            "total_tokens": int(getattr(u, "total_tokens", 0) or 0),
+        }
+        reasoning = getattr(getattr(u, self.output_details, None), "reasoning_tokens", None)
+        if reasoning:
+            out["reasoning_tokens"] = int(reasoning)
+        cached = getattr(getattr(u, self.input_details, None), "cached_tokens", None)
+        if cached:
+            out["cached_input_tokens"] = int(cached)
+        return out
+
+
+CHAT_USAGE = UsageNames(
+    "prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details"
+)
+RESPONSES_USAGE = UsageNames(
+    "input_tokens", "output_tokens", "input_tokens_details", "output_tokens_details"
+)

@@ -30,13 +30,13 @@ from types import ModuleType
 from typing import Any, ClassVar
 
 from vical.agent.backends._common import (
+    CHAT_USAGE,
     effort_field,
     render_message,
     render_options,
     request_body,
     status_failure,
     transport_failure,
-    usage_counts,
 )
 from vical.agent.base import register_agent
 from vical.agent.bodies import PreparedRequest, compact_json
@@ -128,16 +128,6 @@ def post_openai(client: Any, path: str, cast_to: type, body: bytes, needs: str) 
         raise malformed_reply(f"{type(e).__name__} ({describe_body(content, ctype)})") from e
 
 
-def _usage_from(u: Any) -> dict[str, int]:
-    return usage_counts(
-        u,
-        input_name="prompt_tokens",
-        output_name="completion_tokens",
-        input_details="prompt_tokens_details",
-        output_details="completion_tokens_details",
-    )
-
-
 def _reasoning_from(message: Any) -> str | None:
     extra = getattr(message, "model_extra", None) or {}
     for key in ("reasoning_content", "reasoning"):
@@ -220,7 +210,7 @@ class OpenAIChatAgent(PostsSerialisedBody, ProtocolAgent):
         if not isinstance(choices, list):
             raise malformed_reply(f"'choices' is {type(choices).__name__}, not a list")
         if not choices:
-            return Reply(text="", usage=_usage_from(resp.usage), model=resp.model)
+            return Reply(text="", usage=CHAT_USAGE.counts(resp.usage), model=resp.model)
         choice = choices[0]
         msg = getattr(choice, "message", None)
         if msg is None or not isinstance(getattr(msg, "content", None), str | None):
@@ -228,7 +218,7 @@ class OpenAIChatAgent(PostsSerialisedBody, ProtocolAgent):
         return Reply(
             text=msg.content or "",
             reasoning=_reasoning_from(msg),
-            usage=_usage_from(resp.usage),
+            usage=CHAT_USAGE.counts(resp.usage),
             finish_reason=choice.finish_reason,
             model=resp.model,
         )

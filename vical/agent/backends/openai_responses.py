@@ -19,11 +19,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from vical.agent.backends._common import (
+    RESPONSES_USAGE,
     effort_object,
     render_message,
     render_options,
     request_body,
-    usage_counts,
 )
 from vical.agent.backends.openai_chat import (
     PostsSerialisedBody,
@@ -37,16 +37,6 @@ from vical.agent.media import Media, media_data_url
 from vical.agent.messages import Message
 from vical.agent.protocol import ProtocolAgent
 from vical.agent.wire import Reply
-
-
-def _usage_from(u: Any) -> dict[str, int]:
-    return usage_counts(
-        u,
-        input_name="input_tokens",
-        output_name="output_tokens",
-        input_details="input_tokens_details",
-        output_details="output_tokens_details",
-    )
 
 
 @register_agent("openai-responses")
@@ -106,7 +96,7 @@ class OpenAIResponsesAgent(PostsSerialisedBody, ProtocolAgent):
         return Reply(
             text="".join(texts),
             reasoning="\n\n".join(thoughts) or None,
-            usage=_usage_from(resp.usage),
+            usage=RESPONSES_USAGE.counts(resp.usage),
             finish_reason=finish,
             model=resp.model,
         )
