@@ -15,12 +15,17 @@ same folder.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.test_family_guide import guide_files, vical_on_path
+from vical.run.fingerprints import RecordError, folder_fingerprints
+from vical.spec import tasks_digest
 
 REPO = Path(__file__).parents[1]
 # the tests that take the added environment (or its folder) as a parameter, and the
@@ -75,3 +80,23 @@ def test_the_suite_takes_an_environment_added_from_a_folder(tmp_path):
     assert "error" not in out.splitlines()[-1], out[-4000:]
     passed = int(re.search(r"(\d+) passed", out.splitlines()[-1]).group(1))  # type: ignore[union-attr]
     assert passed >= 15, out[-4000:]
+
+
+def test_recorded_data_missing_or_made_on_other_task_files_is_one_line_naming_the_command(
+    tmp_path,
+):
+    guide_files(tmp_path)
+    folder = tmp_path / "lakegames"
+    with pytest.raises(RecordError) as missing:
+        folder_fingerprints(folder)
+    assert str(missing.value) == (
+        f"{folder / 'fingerprints.json'}: no fingerprints recorded for this folder; "
+        f"run `vical tasks record {folder}`"
+    )
+    doc = {"tasks_digest": tasks_digest(folder), "starts": {"frozenlake/base": "ab"}}
+    (folder / "fingerprints.json").write_text(json.dumps(doc))
+    assert folder_fingerprints(folder)["starts"] == {"frozenlake/base": "ab"}
+    task_file = folder / "frozenlake.yaml"
+    task_file.write_text(task_file.read_text().replace("max_steps: 12", "max_steps: 13"))
+    with pytest.raises(RecordError, match="recorded on other task files of the folder; run"):
+        folder_fingerprints(folder)
