@@ -13,13 +13,22 @@ resets (a restore must undo everything they changed).
 
 from __future__ import annotations
 
+import logging
 import random
+from collections import Counter
 
 import pytest
 from conftest import ALL_TASKS, per_env_sweep
 
-from vical.envs import close_idle, make_adapter, make_env
-from vical.envs.core import REPLAY_STARTS_VAR, VicalEnv, frame_sha256, reusable, start_state
+from vical.envs import close_idle, environment, make_adapter, make_env
+from vical.envs.core import frame_sha256
+from vical.envs.environment import (
+    REPLAY_STARTS_VAR,
+    VicalEnv,
+    reusable,
+    snapshot_fallbacks,
+    start_state,
+)
 
 N_ACTIONS = 10
 
@@ -223,6 +232,45 @@ def test_snapshot_failing_at_the_start_falls_back_to_replay():
     assert start_state(env.adapter) is None
     assert not reusable(env.adapter)
     env.close()
+
+
+def test_a_snapshot_fallback_is_logged_once_per_environment_and_counted(monkeypatch, caplog):
+    """A snapshot that raises sends the start and a mid-episode snapshot back to replay:
+    both fallbacks are counted for the environment, and one warning names the task, the
+    environment and the reason; another environment's broken snapshot warns on its own,
+    with the reason a restore that brings nothing back gives."""
+    monkeypatch.setattr(environment, "_FALLBACKS", Counter())
+    monkeypatch.setattr(environment, "_WARNED", set())
+    taxi = next(t for t in ALL_TASKS if t.env.env == "taxi")
+    cliff = next(t for t in ALL_TASKS if t.env.env == "cliffwalking")
+
+    def snapshot(self):
+        raise NotImplementedError("no save/restore in this simulator")
+
+    def restore(self, state):  # keeps the simulator where it is
+        return None
+
+    raising = type("NoSnapshot", (type(make_adapter(taxi)),), {"snapshot": snapshot})
+    lax = type("NoRestore", (type(make_adapter(cliff)),), {"restore": restore})
+    with caplog.at_level(logging.WARNING, logger="vical.envs"):
+        env = VicalEnv(taxi, raising(taxi))
+        for _ in range(3):  # the second reset tries to save the start
+            env.reset()
+        env.step(taxi.action_names[0])
+        snap = env.snapshot()  # mid-episode: the check fails too
+        assert snap.native is None
+        env.close()
+        env = VicalEnv(cliff, lax(cliff))
+        env.reset()
+        env.reset()
+        env.close()
+    assert snapshot_fallbacks() == {"taxi": 2, "cliffwalking": 1}
+    warnings = [r.getMessage() for r in caplog.records if r.name == "vical.envs"]
+    assert len(warnings) == 2, warnings
+    assert taxi.id in warnings[0] and "'taxi'" in warnings[0]
+    assert "NotImplementedError: no save/restore in this simulator" in warnings[0]
+    assert cliff.id in warnings[1] and "'cliffwalking'" in warnings[1]
+    assert "played probe decisions differently" in warnings[1]
 
 
 def test_restore_that_misses_state_is_caught():

@@ -8,20 +8,17 @@ import pytest
 from flappy_bird_gymnasium.envs.constants import PIPE_WIDTH, PLAYER_HEIGHT
 
 from vical.envs import make_env
+from vical.envs.compat import flappy as compat
 from vical.spec import get_task, select_tasks
 
 
 def pilot(vical_env) -> str:
     """Flap when the bird has sunk to 20 px above the next gap's bottom edge and is not climbing."""
     e = vical_env.adapter.env
-    ahead = [
-        p
-        for p in zip(e._upper_pipes, e._lower_pipes, strict=True)
-        if p[0]["x"] + PIPE_WIDTH > e._player_x
-    ]
+    ahead = [p for p in compat.pipes(e) if p[0]["x"] + PIPE_WIDTH > compat.bird_x(e)]
     _, lower = min(ahead, key=lambda p: p[0]["x"])
     floor = lower["y"] - 20 - PLAYER_HEIGHT
-    return "Flap" if e._player_y > floor and e._player_vel_y >= 0 else "Idle"
+    return "Flap" if compat.bird_y(e) > floor and compat.bird_vel_y(e) >= 0 else "Idle"
 
 
 def play(task, policy):

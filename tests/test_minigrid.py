@@ -16,7 +16,8 @@ import pytest
 from conftest import ALL_TASKS, task_params
 
 from vical.envs import make_env
-from vical.envs.minigrid import (
+from vical.envs.minigrid import plan, visible_cells
+from vical.envs.minigrid_model import (
     DROP,
     FORWARD,
     LAVA,
@@ -26,8 +27,6 @@ from vical.envs.minigrid import (
     TOGGLE,
     GridModel,
     bfs,
-    plan,
-    visible_cells,
 )
 from vical.spec import get_task
 

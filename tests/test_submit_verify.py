@@ -241,7 +241,8 @@ def test_a_wrong_saved_start_cannot_fail_an_honest_episode(run):
     state a few decisions later) shows up as problems on the fast path and as none in
     the verdict."""
     from vical.envs import close_idle, make_env
-    from vical.envs.core import _TRUSTED, StartState, frame_sha256
+    from vical.envs.core import frame_sha256
+    from vical.envs.environment import _TRUSTED, StartState
     from vical.submit.replay import replay_one, replay_task
 
     d = run[0]

@@ -43,7 +43,8 @@ from gymnasium import spaces
 from gymnasium.wrappers import HumanRendering
 
 from vical.envs import make_env
-from vical.envs.core import VicalEnv, frame_sha256
+from vical.envs.core import frame_sha256
+from vical.envs.environment import VicalEnv
 from vical.spec import TaskSpec, all_tasks, get_task
 
 VERSION = 0

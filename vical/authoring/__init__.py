@@ -2,7 +2,7 @@
 
 Nothing at run time imports this package (``vical.run``, ``vical.report``,
 ``vical.submit`` and ``vical.agent`` stay independent of it). It works on top of
-the runtime's :class:`~vical.envs.core.VicalEnv`:
+the runtime's :class:`~vical.envs.environment.VicalEnv`:
 
 - :mod:`vical.authoring.sim` — :class:`DecisionSim`, a task's start with
   canonical decisions and snapshots, for look-ahead and back-off;

@@ -1,6 +1,6 @@
 """The experts only demo authoring uses, on top of :mod:`vical.demos.experts`.
 
-All act through the task's own :class:`~vical.envs.core.VicalEnv` and are scored by
+All act through the task's own :class:`~vical.envs.environment.VicalEnv` and are scored by
 the benchmark's own score and pass rule:
 
 - :func:`search_expert` — receding-horizon rollout search using the simulator's
@@ -24,7 +24,8 @@ from collections.abc import Callable
 
 from vical.demos.experts import ExpertResult, Sim, result_of
 from vical.envs import make_env
-from vical.envs.core import Step, VicalEnv
+from vical.envs.core import Step
+from vical.envs.environment import VicalEnv
 from vical.spec import TaskSpec
 
 

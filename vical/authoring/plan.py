@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from vical.authoring.experts import replay_actions
 from vical.demos.experts import ExpertResult
 from vical.demos.render import clip_task, replay_clip, task_start_sha256
-from vical.envs.core import VicalEnv
+from vical.envs.environment import VicalEnv
 from vical.spec import DemoClip, EnvSpec, TaskSpec
 
 MIN_FRAMES, MAX_FRAMES = 10, 80

@@ -1,7 +1,7 @@
 """A task's start state driven decision by decision, with snapshots.
 
 :class:`DecisionSim` is what the search strategies of :mod:`vical.authoring.search`
-drive. It is a :class:`~vical.envs.core.VicalEnv` reset WITHOUT starting the
+drive. It is a :class:`~vical.envs.environment.VicalEnv` reset WITHOUT starting the
 scoring state (seed, initial skip, and any init actions of the task given), so
 only the simulator's own game over ends play and every lost life is reported;
 decisions are the runtime's own (:meth:`VicalEnv.decide`), so an action list a
@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from vical.envs.core import Outcome, Snapshot, VicalEnv, frame_sha256
+from vical.envs.core import Outcome, frame_sha256
+from vical.envs.environment import Snapshot, VicalEnv
 from vical.spec import EnvSpec, TaskSpec, TaskVariant
 
 if TYPE_CHECKING:

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from vical.envs import make_env
-from vical.envs.core import Snapshot, Step, VicalEnv
+from vical.envs.core import Step
+from vical.envs.environment import Snapshot, VicalEnv
 from vical.spec import TaskSpec
 
 if TYPE_CHECKING:

@@ -311,7 +311,8 @@ def _episode(
     """Frame hashes, (score, passed, outcome) per step, the outcome and the decisions taken
     (``fresh``: on a new simulator whose start is replayed, not one handed on)."""
     from vical.envs import make_adapter, make_env
-    from vical.envs.core import VicalEnv, frame_sha256
+    from vical.envs.core import frame_sha256
+    from vical.envs.environment import VicalEnv
 
     env = VicalEnv(task, make_adapter(task), starts="replayed") if fresh else make_env(task)
     try:

@@ -27,15 +27,8 @@ from types import ModuleType
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
-from vical.envs.core import (
-    Adapter,
-    InvalidActionError,
-    Step,
-    VicalEnv,
-    frame_sha256,
-    reusable,
-    start_snapshots_enabled,
-)
+from vical.envs.core import Adapter, InvalidActionError, Step, frame_sha256
+from vical.envs.environment import VicalEnv, reusable, start_snapshots_enabled
 from vical.spec import EnvSpec, TaskSpec, TaskSpecError, get_task
 from vical.spec.checks import check_adapter_actions, check_simulator
 
@@ -185,7 +178,7 @@ def make_env(task: TaskSpec | str, starts: str = "checked") -> VicalEnv:
     Closing the environment hands its simulator back to this process: the next
     ``make_env`` of an equal task reuses it instead of building a new simulator:
     from the simulator's second reset on, its start state is restored from a
-    checked snapshot rather than replayed (see :mod:`vical.envs.core`).
+    checked snapshot rather than replayed (see :mod:`vical.envs.environment`).
     ``starts``: ``checked`` (that default), ``trusted`` (saved unchecked at the
     first reset, for callers that re-check surprises on replayed starts) or
     ``replayed`` (a new simulator that replays every start).

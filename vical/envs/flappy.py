@@ -34,6 +34,7 @@ import numpy as np
 import pygame
 
 from vical.envs import portable
+from vical.envs.compat import flappy as compat
 from vical.envs.core import Adapter, Frame, no_adapter
 from vical.spec import TaskSpec
 
@@ -53,8 +54,7 @@ def draw_frame(game: Any) -> Frame:
     pixels directly. tests/test_flappy.py checks both agree on every frame of
     played episodes.
     """
-    game._draw_surface(show_score=False, show_rays=False)
-    surface = game._surface
+    surface = compat.draw_surface(game)
     width, height = surface.get_size()
     pixels = bytearray(pygame.image.tobytes(surface, "RGB"))
     return np.frombuffer(pixels, dtype=np.uint8).reshape(height, width, 3)

@@ -67,6 +67,7 @@ from highway_env.road.road import Road
 from highway_env.vehicle.objects import Landmark, RoadObject
 
 from vical.envs import portable
+from vical.envs.compat import highway as compat
 from vical.envs.core import Adapter, no_adapter
 from vical.spec import TaskSpec
 
@@ -187,11 +188,7 @@ class FastRoad(Road):  # type: ignore[misc, unused-ignore]  # highway-env is unt
 
     def step(self, dt: float) -> None:
         vehicles = self.vehicles
-        plain = all(
-            type(v).handle_collisions is RoadObject.handle_collisions
-            and type(v)._is_colliding is RoadObject._is_colliding
-            for v in vehicles
-        )
+        plain = all(compat.stock_collisions(v) for v in vehicles)
         if not _FAST_PATHS or not plain or len(vehicles) < 2:
             super().step(dt)
             return
@@ -206,7 +203,7 @@ class FastRoad(Road):  # type: ignore[misc, unused-ignore]  # highway-env is unt
 
     def near_pairs(self, dt: float) -> list[list[int]]:
         """For each vehicle ``i``: the later vehicles ``j > i``, in order, that are not
-        certainly beyond the early-exit distance of ``RoadObject._is_colliding``
+        certainly beyond the early-exit distance of highway-env's per-pair collision test
         (half the summed diagonals plus ``i``'s speed times ``dt``). A skipped pair
         would return there without touching either vehicle; handling collisions moves
         nothing, so distances taken before the loop hold throughout it."""

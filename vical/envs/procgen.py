@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vical.envs import game_module
+from vical.envs.compat import procgen as compat
 from vical.envs.core import Adapter, Frame, Tick, no_adapter
 from vical.envs.scoring import cap_after_death, capped_ratio
 from vical.spec import TaskSpec
@@ -275,7 +276,7 @@ class ProcgenAdapter(Adapter):
         tests/test_procgen.py checks frames and level-complete flags against
         ``get_info()`` over played episodes.
         """
-        return {key: values[0] for key, values in self.env._info.items()}
+        return compat.observed_info(self.env)
 
     def state(self) -> GameState:
         return parse_state(self.env.get_state()[0])

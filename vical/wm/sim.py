@@ -7,7 +7,7 @@ those decisions in a fresh environment brings the simulator back to the context
 state exactly (the determinism invariant), so the ground truth of every
 intervention can be re-derived at any time. While cases are built, the branches
 of one context are played from one exact snapshot of that state
-(:meth:`vical.envs.core.VicalEnv.snapshot`), which is what makes them cheap.
+(:meth:`vical.envs.environment.VicalEnv.snapshot`), which is what makes them cheap.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Seaquest, Tennis, TRON Deadly Discs, Turmoil).
 These games have no seeded ``policy`` for :func:`vical.authoring.recipes._ale.ale_recipe`, but
 their modules' tests use one search expert that passes every game:
 :func:`vical.authoring.search.lookahead_play`, a one-step look-ahead over
-seeded random rollouts on the task's own :class:`~vical.envs.core.VicalEnv` (so the
+seeded random rollouts on the task's own :class:`~vical.envs.environment.VicalEnv` (so the
 adapter's scoring state, e.g. Tennis's point count, is saved and restored with the
 emulator). A :class:`GameDemos` says how to use it for one game (a game's recipe
 module holds it as ``RECIPE``); :func:`lookahead_recipe` (the same as calling the

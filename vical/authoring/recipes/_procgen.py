@@ -36,7 +36,7 @@ from typing import Any, cast
 from vical.authoring.plan import ClipPlan, Pool, replayed, variant_task
 from vical.authoring.search import procgen_beam
 from vical.demos.render import clip_outcome, clip_task
-from vical.envs.core import VicalEnv
+from vical.envs.environment import VicalEnv
 from vical.envs.procgen import GameState, ProcgenAdapter, Reader, make_adapter
 from vical.spec import DemoClip, EnvSpec, TaskSpec
 

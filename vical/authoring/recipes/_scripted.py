@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from vical.authoring.experts import run_policy
 from vical.authoring.plan import ClipPlan
 from vical.demos.experts import CONTROLLERS, ExpertResult, bfs_expert
-from vical.envs.core import VicalEnv
+from vical.envs.environment import VicalEnv
 from vical.spec import EnvSpec, TaskSpec
 
 CTL = "scripted controller vical.demos.experts.{}_policy"

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, cast
 from flappy_bird_gymnasium.envs.constants import PIPE_WIDTH, PLAYER_HEIGHT
 
 from vical.authoring.plan import ClipPlan, ClipPool, Pool, seed_env
-from vical.envs.core import VicalEnv
+from vical.envs.compat import flappy as compat
+from vical.envs.environment import VicalEnv
 from vical.spec import EnvSpec
 
 if TYPE_CHECKING:
@@ -58,11 +59,7 @@ def _game(env: VicalEnv) -> FlappyBirdEnv:
 def _next_pipe(env: VicalEnv) -> tuple[dict[str, float], dict[str, float]]:
     """(upper, lower) of the nearest pipe pair whose right edge is still ahead of the bird."""
     g = _game(env)
-    ahead = [
-        pair
-        for pair in zip(g._upper_pipes, g._lower_pipes, strict=True)
-        if pair[0]["x"] + PIPE_WIDTH > g._player_x
-    ]
+    ahead = [pair for pair in compat.pipes(g) if pair[0]["x"] + PIPE_WIDTH > compat.bird_x(g)]
     return min(ahead, key=lambda pair: pair[0]["x"])
 
 
@@ -70,7 +67,7 @@ def pilot(env: VicalEnv) -> str:
     g = _game(env)
     _, lower = _next_pipe(env)
     floor = lower["y"] - 20 - PLAYER_HEIGHT
-    return "Flap" if g._player_y > floor and g._player_vel_y >= 0 else "Idle"
+    return "Flap" if compat.bird_y(g) > floor and compat.bird_vel_y(g) >= 0 else "Idle"
 
 
 def _play(
@@ -95,7 +92,7 @@ def _play(
 def _pipe_within(env: VicalEnv, dist: int) -> bool:
     """The next pipe's left edge is at most ``dist`` px ahead of the bird's."""
     upper, _ = _next_pipe(env)
-    bird_x: float = _game(env)._player_x
+    bird_x = compat.bird_x(_game(env))
     return upper["x"] - bird_x <= dist
 
 

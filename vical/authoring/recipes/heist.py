@@ -14,7 +14,7 @@ from typing import cast
 import numpy as np
 
 from vical.authoring.recipes._procgen import ProcgenRecipe
-from vical.envs.core import VicalEnv
+from vical.envs.environment import VicalEnv
 from vical.envs.games.heist import HEIST_KEY, HEIST_LOCKED_DOOR, HEIST_WALL
 from vical.envs.games.heist import Adapter as HeistAdapter
 from vical.envs.procgen import grid_distances

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, cast
 
 from vical.authoring.plan import ClipPlan, Pool, gathered, group_pools, variant_task
 from vical.envs import make_env
-from vical.envs.core import VicalEnv
+from vical.envs.environment import VicalEnv
 from vical.spec import EnvSpec, TaskSpec
 
 if TYPE_CHECKING:

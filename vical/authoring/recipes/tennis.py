@@ -11,7 +11,7 @@ from __future__ import annotations
 from vical.authoring.recipes._lookahead import GameDemos
 from vical.authoring.search import decision_point_inits
 from vical.envs.ale import JOYSTICK
-from vical.envs.core import VicalEnv
+from vical.envs.environment import VicalEnv
 from vical.spec import EnvSpec
 
 # human-init search: its seed and the moves it draws from

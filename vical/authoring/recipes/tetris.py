@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vical.authoring.plan import ClipPlan, ClipPool, Pool, seed_env
-from vical.envs.core import VicalEnv
+from vical.envs.environment import VicalEnv
 from vical.spec import EnvSpec
 
 if TYPE_CHECKING:

@@ -13,7 +13,8 @@ from typing import Any
 from vical.authoring.search.scored import rollout
 from vical.authoring.search.viable import EXTRA_CANDIDATES, NoViableStart, Viable
 from vical.authoring.sim import human_init_variants, paper_sourced, task_without_init
-from vical.envs.core import VicalEnv, frame_sha256
+from vical.envs.core import frame_sha256
+from vical.envs.environment import VicalEnv
 from vical.spec import EnvSpec, TaskSpec, TaskVariant
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from vical.authoring.sim import DecisionSim
-from vical.envs.core import Snapshot
+from vical.envs.environment import Snapshot
 
 Policy = Callable[[DecisionSim, random.Random], str]
 

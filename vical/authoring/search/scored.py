@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from vical.envs.core import VicalEnv
+from vical.envs.environment import VicalEnv
 from vical.spec import TaskSpec
 
 if TYPE_CHECKING:

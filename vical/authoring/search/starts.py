@@ -15,7 +15,7 @@ from typing import Any
 from vical.authoring.search.play import Policy, play_without_dying
 from vical.authoring.search.viable import EXTRA_CANDIDATES, NoViableStart, Viable
 from vical.authoring.sim import DecisionSim, human_init_variants, paper_sourced
-from vical.envs.core import Snapshot
+from vical.envs.environment import Snapshot
 from vical.spec import EnvSpec, TaskVariant
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from vical.envs.compat import flappy as compat
 from vical.envs.core import Frame, Tick
 from vical.envs.flappy import draw_frame
 from vical.envs.gymbase import GymAdapter
@@ -58,9 +59,9 @@ class FlappyAdapter(GymAdapter):
         """The bird's height, vertical speed and tilt, for ``vical doctor``."""
         env = self.env
         return {
-            "bird_y": float(env._player_y),
-            "bird_vel_y": float(env._player_vel_y),
-            "bird_rot": float(env._player_rot),
+            "bird_y": float(compat.bird_y(env)),
+            "bird_vel_y": float(compat.bird_vel_y(env)),
+            "bird_rot": float(compat.bird_rot(env)),
         }
 
     def progress(self) -> dict[str, Any]:
@@ -68,7 +69,7 @@ class FlappyAdapter(GymAdapter):
         return {
             "pipes": int(self.pipes.count),
             "crashed": self.crashed,
-            "bird_y": int(env._player_y),
+            "bird_y": int(compat.bird_y(env)),
         }
 
     def frame(self) -> Frame:

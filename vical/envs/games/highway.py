@@ -32,6 +32,7 @@ from highway_env.envs.common.graphics import EnvViewer
 from highway_env.envs.highway_env import HighwayEnv
 
 from vical.envs import fpmath
+from vical.envs.compat import highway as compat
 from vical.envs.core import Frame, Tick
 from vical.envs.gymbase import GymAdapter
 from vical.envs.highway import episode_seconds, highway_config, install_fast_paths
@@ -112,7 +113,7 @@ class HighwayAdapter(GymAdapter):
             self.crashed = True
             return
         self.credit += self.speed_share()
-        if self.env._is_truncated():  # highway-env's own time limit (``duration``)
+        if compat.is_truncated(self.env):  # highway-env's own time limit (``duration``)
             self.natural_end = True
 
     @property

@@ -9,12 +9,12 @@ episode).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from minigrid.core.world_object import Lava
 from minigrid.envs.crossing import CrossingEnv
 
+from vical.envs.compat import minigrid as compat
 from vical.envs.minigrid import SIM_MAX_STEPS, NavigationAdapter, register
 from vical.envs.minigrid import read_frame as read_frame  # the world-model track's frame reader
 
@@ -44,8 +44,7 @@ class CustomLavaCrossingEnv(CrossingEnv):
         )
 
     def _gen_grid(self, width: int, height: int) -> None:
-        gen_grid = cast(Callable[[int, int], None], super()._gen_grid)
-        gen_grid(width, height)
+        compat.generate_grid(CrossingEnv, self, width, height)
         self.agent_dir = self.start_dir
 
 

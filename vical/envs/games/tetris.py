@@ -20,6 +20,7 @@ from vical.envs import (
     core,
     tetris,  # noqa: F401  (registers tetris_gymnasium/Tetris)
 )
+from vical.envs.compat import tetris as compat
 from vical.envs.core import Frame, Tick
 from vical.envs.gymbase import GymAdapter
 from vical.envs.scoring import EventCounter
@@ -49,7 +50,7 @@ class TetrisAdapter(GymAdapter):
         """The grid of pixel ids the renderer colours, one per cell: the board with the
         falling piece, then the queue, padding and holder beside it (tetris-gymnasium's
         layout); ``0`` empty, ``1`` wall, then the pieces' ids."""
-        obs = self.env._get_obs()
+        obs = compat.observation(self.env)
         board, holder, queue = obs["board"], obs["holder"], obs["queue"]
         size = holder.shape[0]
         width = max(holder.shape[1], queue.shape[1])

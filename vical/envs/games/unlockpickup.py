@@ -17,17 +17,11 @@ from minigrid.core.roomgrid import RoomGrid
 from minigrid.core.world_object import Key
 from minigrid.envs.unlockpickup import UnlockPickupEnv
 
+from vical.envs.compat import minigrid as compat
 from vical.envs.core import Tick
-from vical.envs.minigrid import (
-    DOOR_OPEN,
-    SIM_MAX_STEPS,
-    Goal_,
-    MiniGridAdapter,
-    State,
-    picked_target,
-    register,
-)
+from vical.envs.minigrid import SIM_MAX_STEPS, MiniGridAdapter, register
 from vical.envs.minigrid import read_frame as read_frame  # the world-model track's frame reader
+from vical.envs.minigrid_model import DOOR_OPEN, Goal_, State, picked_target
 from vical.envs.scoring import Milestones
 
 SIM_ID = "CustomUnlockPickup-v0"
@@ -39,7 +33,7 @@ class CustomUnlockPickupEnv(UnlockPickupEnv):
     def __init__(self, room_size: int = 6, max_steps: int = SIM_MAX_STEPS, **kwargs: Any):
         # UnlockPickupEnv hard-codes room_size = 6; build its RoomGrid directly.
         mission_space = MissionSpace(
-            mission_func=self._gen_mission, ordered_placeholders=[COLOR_NAMES]
+            mission_func=compat.unlockpickup_mission(), ordered_placeholders=[COLOR_NAMES]
         )
         RoomGrid.__init__(
             self,
