@@ -15,10 +15,11 @@ from vical.spec import get_task, select_tasks
 def pilot(vical_env) -> str:
     """Flap when the bird has sunk to 20 px above the next gap's bottom edge and is not climbing."""
     e = vical_env.adapter.env
-    ahead = [p for p in compat.pipes(e) if p[0]["x"] + PIPE_WIDTH > compat.bird_x(e)]
+    bird = compat.bird(e)
+    ahead = [p for p in compat.pipes(e) if p[0]["x"] + PIPE_WIDTH > bird.x]
     _, lower = min(ahead, key=lambda p: p[0]["x"])
     floor = lower["y"] - 20 - PLAYER_HEIGHT
-    return "Flap" if compat.bird_y(e) > floor and compat.bird_vel_y(e) >= 0 else "Idle"
+    return "Flap" if bird.y > floor and bird.vel_y >= 0 else "Idle"
 
 
 def play(task, policy):

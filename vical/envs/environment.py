@@ -385,6 +385,19 @@ class VicalEnv:
                 self.adapter.frame()
         self._history = list(history)
 
+    def _probe(
+        self, actions: list[str], started: bool, watch: bool | None
+    ) -> list[tuple[str, Outcome]]:
+        """Take ``actions`` unrecorded, up to the first that ends the episode or costs a
+        life: each one's frame hash and outcome (what a snapshot check compares)."""
+        out = []
+        for a in actions:
+            o = self.decide(a, started, watch, record=False)
+            out.append((frame_sha256(self.adapter.frame()), o))
+            if o.ending is not None or o.life_lost:
+                break
+        return out
+
     def _check_snapshot(self) -> bool:
         """Whether the adapter's snapshot reproduces a few seeded decisions exactly.
 
@@ -400,15 +413,10 @@ class VicalEnv:
         started = bool(history[-1][1]) if history else begun
         watch = history[-1][2] if history else None
 
-        def run() -> list[tuple[Any, ...]]:
-            out = []
-            for a in probe:
-                o = self.decide(a, started, watch, record=False)
-                out.append((frame_sha256(self.adapter.frame()), o))
-                if o.ending is not None or o.life_lost:
-                    break
-            return out
+        def run() -> list[tuple[str, Outcome]]:
+            return self._probe(probe, started, watch)
 
+        native: Any = None
         reason = "a restored snapshot played six probe decisions differently"
         try:
             native = self.adapter.snapshot()
@@ -420,15 +428,25 @@ class VicalEnv:
             ok = first == second == third
         except Exception as e:  # a snapshot that cannot run here is not used
             ok, reason = False, _failure(e)
-        if ok:
-            self.adapter.restore(native)
-        else:
-            _fell_back(self.task, "episode's", reason)
-            self._replay_history(begun, history)
+        self._keep_or_replay(
+            ok, native, "episode's", reason, lambda: self._replay_history(begun, history)
+        )
         for k, v in fields.items():
             setattr(self, k, v)
         self._history = history
         return ok
+
+    def _keep_or_replay(
+        self, ok: bool, native: Any, where: str, reason: str, replay: Callable[[], None]
+    ) -> None:
+        """After a snapshot check: restore ``native`` if it proved exact (``ok``), else
+        count and warn of the fallback (:func:`snapshot_fallbacks`) and rebuild the
+        state by ``replay``."""
+        if ok:
+            self.adapter.restore(native)
+        else:
+            _fell_back(self.task, where, reason)
+            replay()
 
     def _start_snapshot(self) -> Any:
         """The adapter's snapshot of the start state just played and drawn, if it proves
@@ -445,14 +463,8 @@ class VicalEnv:
         names = list(self.actions)
         probes = [[rng.choice(names) for _ in range(8)] for _ in range(2)]
 
-        def run(probe: list[str]) -> list[tuple[Any, ...]]:
-            out = []
-            for a in probe:
-                o = self.decide(a, started=False, record=False)
-                out.append((frame_sha256(self.adapter.frame()), o))
-                if o.ending is not None or o.life_lost:
-                    break
-            return out
+        def run(probe: list[str]) -> list[tuple[str, Outcome]]:
+            return self._probe(probe, started=False, watch=None)
 
         def replayed() -> None:
             self._play_start()
@@ -473,11 +485,7 @@ class VicalEnv:
                 reason = "a restored start played probe decisions unlike a replayed start"
         except Exception as e:  # a snapshot that cannot run here is not used
             ok, reason = False, _failure(e)
-        if ok:
-            self.adapter.restore(native)
-        else:
-            _fell_back(self.task, "start state's", reason)
-            replayed()
+        self._keep_or_replay(ok, native, "start state's", reason, replayed)
         return native if ok else None
 
     # -- reading -----------------------------------------------------------

@@ -59,7 +59,7 @@ def _game(env: VicalEnv) -> FlappyBirdEnv:
 def _next_pipe(env: VicalEnv) -> tuple[dict[str, float], dict[str, float]]:
     """(upper, lower) of the nearest pipe pair whose right edge is still ahead of the bird."""
     g = _game(env)
-    ahead = [pair for pair in compat.pipes(g) if pair[0]["x"] + PIPE_WIDTH > compat.bird_x(g)]
+    ahead = [pair for pair in compat.pipes(g) if pair[0]["x"] + PIPE_WIDTH > compat.bird(g).x]
     return min(ahead, key=lambda pair: pair[0]["x"])
 
 
@@ -67,7 +67,8 @@ def pilot(env: VicalEnv) -> str:
     g = _game(env)
     _, lower = _next_pipe(env)
     floor = lower["y"] - 20 - PLAYER_HEIGHT
-    return "Flap" if compat.bird_y(g) > floor and compat.bird_vel_y(g) >= 0 else "Idle"
+    bird = compat.bird(g)
+    return "Flap" if bird.y > floor and bird.vel_y >= 0 else "Idle"
 
 
 def _play(
@@ -92,7 +93,7 @@ def _play(
 def _pipe_within(env: VicalEnv, dist: int) -> bool:
     """The next pipe's left edge is at most ``dist`` px ahead of the bird's."""
     upper, _ = _next_pipe(env)
-    bird_x = compat.bird_x(_game(env))
+    bird_x = compat.bird(_game(env)).x
     return upper["x"] - bird_x <= dist
 
 

@@ -8,7 +8,7 @@ drawing), the scripted pilot of the demo recipe and the tests' pilot break.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from vical.envs.compat import Private
 
@@ -31,28 +31,19 @@ RELIED_ON = (
 )
 
 
-def bird_x(env: FlappyBirdEnv) -> float:
-    """The bird's left edge, in pixels (``_player_x``)."""
-    value: float = env._player_x
-    return value
+class Bird(NamedTuple):
+    """The bird: left and top edge in pixels from the screen's top left, vertical speed
+    in pixels per frame (down positive) and tilt in degrees."""
+
+    x: float
+    y: float
+    vel_y: float
+    rot: float
 
 
-def bird_y(env: FlappyBirdEnv) -> float:
-    """The bird's top edge, in pixels from the top (``_player_y``)."""
-    value: float = env._player_y
-    return value
-
-
-def bird_vel_y(env: FlappyBirdEnv) -> float:
-    """The bird's vertical speed, pixels per frame, down positive (``_player_vel_y``)."""
-    value: float = env._player_vel_y
-    return value
-
-
-def bird_rot(env: FlappyBirdEnv) -> float:
-    """The bird's tilt in degrees (``_player_rot``)."""
-    value: float = env._player_rot
-    return value
+def bird(env: FlappyBirdEnv) -> Bird:
+    """The bird now (``_player_x``, ``_player_y``, ``_player_vel_y``, ``_player_rot``)."""
+    return Bird(env._player_x, env._player_y, env._player_vel_y, env._player_rot)
 
 
 def pipes(env: FlappyBirdEnv) -> list[tuple[dict[str, float], dict[str, float]]]:

@@ -57,19 +57,18 @@ class FlappyAdapter(GymAdapter):
 
     def doctor_state(self) -> dict[str, float]:
         """The bird's height, vertical speed and tilt, for ``vical doctor``."""
-        env = self.env
+        bird = compat.bird(self.env)
         return {
-            "bird_y": float(compat.bird_y(env)),
-            "bird_vel_y": float(compat.bird_vel_y(env)),
-            "bird_rot": float(compat.bird_rot(env)),
+            "bird_y": float(bird.y),
+            "bird_vel_y": float(bird.vel_y),
+            "bird_rot": float(bird.rot),
         }
 
     def progress(self) -> dict[str, Any]:
-        env = self.env
         return {
             "pipes": int(self.pipes.count),
             "crashed": self.crashed,
-            "bird_y": int(compat.bird_y(env)),
+            "bird_y": int(compat.bird(self.env).y),
         }
 
     def frame(self) -> Frame:
