@@ -10,7 +10,7 @@ runtime's own decision step, so a found action list replays exactly through
   every lost life reported): :func:`play_without_dying`, :func:`chunk_search`,
   :func:`lookahead_policy`, :func:`beam_search`, :func:`live_beam_search`;
 - :mod:`~vical.authoring.search.scored` — play on a started
-  :class:`~vical.envs.core.VicalEnv` (the task's own score, pass and ending rules):
+  :class:`~vical.envs.environment.VicalEnv` (the task's own score, pass and ending rules):
   :func:`lookahead_play`, :func:`scored_beam` (:func:`procgen_beam`,
   :func:`procgen_judged_beam`);
 - :mod:`~vical.authoring.search.viable` — the viability check of generated starts

@@ -1,5 +1,5 @@
 """Human-init sequences that end at decision points, searched on a started
-:class:`~vical.envs.core.VicalEnv`: seeded random sequences after which idling loses
+:class:`~vical.envs.environment.VicalEnv`: seeded random sequences after which idling loses
 but some short plan survives (:func:`decision_point_init`), one per generated variant
 with start frames kept distinct (:func:`init_for_variants`, :func:`decision_point_inits`).
 """

@@ -1,4 +1,4 @@
-"""Play on a started :class:`~vical.envs.core.VicalEnv` (the task's own score, pass and
+"""Play on a started :class:`~vical.envs.environment.VicalEnv` (the task's own score, pass and
 ending rules): greedy look-ahead over seeded rollouts (:func:`lookahead_play`) and beam
 search by the task's score (:func:`scored_beam`, on Procgen :func:`procgen_beam` and
 :func:`procgen_judged_beam`). Saving and restoring is :meth:`VicalEnv.snapshot` /
