@@ -39,6 +39,32 @@ def per_env_sweep(tasks, value=None):
     return params
 
 
+def spread(values, keep, ids=None):
+    """pytest params over ``values`` where the default suite takes ``keep`` of them,
+    evenly spread from the first; the rest are marked ``slow``. ``values`` may hold
+    pytest.param objects (their marks and ids are kept; one already ``slow`` is never
+    taken)."""
+
+    def is_param(v):
+        return hasattr(v, "values") and hasattr(v, "marks")
+
+    def slow(v):
+        return is_param(v) and any(m.name == "slow" for m in v.marks)
+
+    open_ = [i for i, v in enumerate(values) if not slow(v)]
+    n = len(open_)
+    picks = {round(k * (n - 1) / max(keep - 1, 1)) for k in range(min(keep, n))} if n else set()
+    chosen = {open_[k] for k in picks}
+    out = []
+    for i, v in enumerate(values):
+        marks = () if i in chosen or slow(v) else (pytest.mark.slow,)
+        if is_param(v):
+            out.append(pytest.param(*v.values, id=v.id, marks=(*v.marks, *marks)))
+        else:
+            out.append(pytest.param(v, id=ids(v) if ids else None, marks=marks))
+    return out
+
+
 def sampled_task_ids(ids):
     """:func:`per_env_sweep` over task ids: the default suite's sample of ``ids``."""
     by_id = {t.id: t for t in ALL_TASKS}

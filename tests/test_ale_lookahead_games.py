@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 
 import pytest
+from conftest import spread
 
 from vical.authoring.search import lookahead_play
 from vical.envs import make_env
@@ -88,7 +89,7 @@ def value(env) -> float:
     )
 
 
-@pytest.mark.parametrize("game", GAMES)
+@pytest.mark.parametrize("game", spread(GAMES, 2))
 def test_search_expert_beats_idle_and_passes(game):
     task_id, moves, depth, tails = EXPERT[game]
     task = get_task(task_id)

@@ -430,11 +430,13 @@ REGENERATE = {
 # (vical.authoring.search.screen_viable) take minutes: nox -s slow; the default suite
 # holds them with a stand-in check (tests/test_authoring_viable_starts.py)
 SCREENED = {"demonattack", "enduro", "mspacman"}
+# frostbite's generator alone takes most of a minute of CPU: nox -s slow too
+HEAVY = SCREENED | {"frostbite"}
 
 
 @pytest.mark.parametrize(
     "env_key",
-    [pytest.param(g, marks=pytest.mark.slow) if g in SCREENED else g for g in sorted(REGENERATE)],
+    [pytest.param(g, marks=pytest.mark.slow) if g in HEAVY else g for g in sorted(REGENERATE)],
 )
 def test_stored_init_actions_equal_fresh_generation(env_key):
     spec = load_envs()[env_key]

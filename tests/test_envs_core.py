@@ -18,7 +18,7 @@ import random
 from collections import Counter
 
 import pytest
-from conftest import ALL_TASKS, per_env_sweep
+from conftest import ALL_TASKS, per_env_sweep, spread
 
 from vical.envs import close_idle, environment, make_adapter, make_env
 from vical.envs.core import frame_sha256
@@ -106,7 +106,7 @@ def test_restored_start_equals_replayed_start(task):
         trusted.close()
 
 
-@pytest.mark.parametrize("task", sweep_params())
+@pytest.mark.parametrize("task", spread(sweep_params(), 12))
 def test_restored_start_without_begin_equals_replayed(task):
     """The authoring tools' start (``begin=False``): same frame and the same decisions."""
     actions = fixed_actions(task, "no-begin")
@@ -327,7 +327,7 @@ def _on_a_new_emulator(task, salt: str) -> tuple[list[str], list[tuple]]:
     return actions, expected
 
 
-@pytest.mark.parametrize(("first", "second"), _emulator_pairs())
+@pytest.mark.parametrize(("first", "second"), spread(_emulator_pairs(), 4))
 def test_an_emulator_handed_to_another_task_starts_it_as_a_new_one(first, second):
     """A closed ALE adapter's emulator serves the next adapter of the same game: the
     seeded reset reloads the ROM, so the second task's start and decisions are those
@@ -373,7 +373,7 @@ def _games():
     return sorted({t.env.env for t in ALL_TASKS if t.env.family == "ale"})
 
 
-@pytest.mark.parametrize("game", _games())
+@pytest.mark.parametrize("game", spread(_games(), 4))
 def test_trusted_starts_shared_between_tasks_equal_replayed_starts(game, monkeypatch):
     """Trusted starts of one game in one process resume from emulator states saved on
     the way to earlier tasks' starts (the seeded reset, points of the initial skip):
