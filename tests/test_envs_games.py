@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 import vical.envs
-from vical.envs import FAMILIES, game_module, game_packages
+from vical.envs import game_module, game_packages
 from vical.paper import ENVS as PAPER_ENVS
 from vical.spec import load_envs
+from vical.spec.families import FAMILIES
 
 ENVS = sorted(load_envs())
 GAMES = Path(vical.envs.__file__).parent / "games"
@@ -61,7 +62,7 @@ def _shared_families() -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("family", sorted(_shared_families()))
 def test_a_shared_family_module_defines_nothing_named_after_one_of_its_games(family):
-    path = Path(importlib.import_module(f"vical.envs.{FAMILIES[family]}").__file__ or "")
+    path = Path(importlib.import_module(f"vical.envs.{FAMILIES[family].module}").__file__ or "")
     games = _shared_families()[family]
     named = sorted(
         n for n in _top_level_names(path) for g in games if g in n.lower().replace("_", "")

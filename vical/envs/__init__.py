@@ -31,20 +31,7 @@ from vical.envs.core import Adapter, InvalidActionError, Step, frame_sha256
 from vical.envs.environment import VicalEnv, reusable, start_snapshots_enabled
 from vical.spec import EnvSpec, TaskSpec, TaskSpecError, get_task
 from vical.spec.checks import check_adapter_actions, check_simulator
-
-# family key (EnvSpec.family) -> module under vical.envs exposing make_adapter(task)
-FAMILIES: dict[str, str] = {
-    "toytext": "toytext",
-    "classic": "classic",
-    "ale": "ale",
-    "minigrid": "minigrid",
-    "breakout": "breakout",
-    "procgen": "procgen",
-    "highway": "highway",
-    "tetris": "tetris",
-    "flappy": "flappy",
-}
-
+from vical.spec.families import FAMILIES
 
 # the package of the built-in game modules; $VICAL_GAME_PACKAGES (comma-separated,
 # importable package names) adds packages searched before it
@@ -95,7 +82,7 @@ def make_adapter(task: TaskSpec) -> Adapter:
     if game is not None and hasattr(game, "Adapter"):
         adapter: Adapter = game.Adapter(task)
     else:
-        module = importlib.import_module(f"vical.envs.{FAMILIES[task.env.family]}")
+        module = importlib.import_module(f"vical.envs.{FAMILIES[task.env.family].module}")
         adapter = module.make_adapter(task)
     try:
         check_adapter_actions(task.env, adapter)
@@ -120,7 +107,7 @@ def preload(tasks: list[TaskSpec]) -> None:
         try:
             check_simulator(task.env)
             game_module(task.env)
-            importlib.import_module(f"vical.envs.{FAMILIES[task.env.family]}")
+            importlib.import_module(f"vical.envs.{FAMILIES[task.env.family].module}")
         except Exception:  # reported by the episode that builds the task
             continue
 

@@ -56,20 +56,10 @@ from inspect_ai.scorer import (  # noqa: E402
 from inspect_ai.solver import Generate, Solver, TaskState, solver  # noqa: E402
 
 from vical.interop import inspect_exit  # noqa: E402, F401  (its hook: no sample completed -> exit 1)
+from vical.spec.families import FAMILIES  # noqa: E402
 
 STORE_KEY = "vical"
 STORE_FORMAT = 1
-FAMILIES = (
-    "ale",
-    "procgen",
-    "minigrid",
-    "toytext",
-    "classic",
-    "highway",
-    "tetris",
-    "flappy",
-    "breakout",
-)
 
 
 def _now() -> str:
@@ -500,12 +490,6 @@ def _family_task(family: str | None) -> Any:
 
 
 vical = _family_task(None)
-vical_ale = _family_task("ale")
-vical_procgen = _family_task("procgen")
-vical_minigrid = _family_task("minigrid")
-vical_toytext = _family_task("toytext")
-vical_classic = _family_task("classic")
-vical_highway = _family_task("highway")
-vical_tetris = _family_task("tetris")
-vical_flappy = _family_task("flappy")
-vical_breakout = _family_task("breakout")
+# one Inspect task per family: vical_toytext, vical_classic, vical_ale, ... (registered when made)
+for _family in FAMILIES:
+    globals()[f"vical_{_family}"] = _family_task(_family)

@@ -53,6 +53,7 @@ from vical import __version__
 from vical.errors import VicalError
 from vical.run.machine import WIDTH
 from vical.spec import TASKS_DIR, TaskSpec, all_tasks, get_task, tasks_digest
+from vical.spec.families import FAMILIES
 
 RECORD_FORMAT = 1
 RECORD = Path(__file__).resolve().parents[1] / "data" / "doctor.json"
@@ -60,7 +61,7 @@ RECORD_VAR = "VICAL_DOCTOR_RECORD"  # another record to check against (tests, ma
 STATE_HOOK = "doctor_state"  # the adapter method that exposes float state
 HASH_CHARS = 16
 # the families whose simulators integrate float physics (what --quick replays)
-FLOAT_FAMILIES = frozenset({"classic", "highway", "flappy", "breakout"})
+FLOAT_FAMILIES = frozenset(f.name for f in FAMILIES.values() if f.float_physics)
 QUICK_STEPS = 40  # covers the float games' clips (highway drive39 first diverged at 25)
 
 State = dict[str, str | list[str]]

@@ -50,6 +50,7 @@ from vical.run.episode import run_episode as run_episode
 from vical.run.results import FILE_MODE, EvalResult, RunManifest, atomic_write_json, file_sha256
 from vical.run.shard import Shard, ShardInfo, select_shard, shard_mismatch
 from vical.spec import TaskSpec, get_task, tasks_digest
+from vical.spec.families import FAMILIES
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -128,18 +129,9 @@ def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {"vical": __version__, "python": sys.version.split()[0]}
-    for pkg in (
-        "gymnasium",
-        "numpy",
-        "ale-py",
-        "minigrid",
-        "procgen2",
-        "highway-env",
-        "tetris-gymnasium",
-        "flappy-bird-gymnasium",
-        "pygame-ce",
-        "pygame",
-    ):
+    # the simulators of every family (FAMILIES), between numpy and the pygame builds
+    sims = [f.dist for f in FAMILIES.values() if f.dist not in ("gymnasium", "vical")]
+    for pkg in ("gymnasium", "numpy", *dict.fromkeys(sims), "pygame-ce", "pygame"):
         with contextlib.suppress(PackageNotFoundError):
             out[pkg] = version(pkg)
     return out

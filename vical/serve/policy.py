@@ -9,6 +9,7 @@ import threading
 
 from vical.agent.prompts import find_actions_line
 from vical.serve.conversation import Conversation
+from vical.spec.families import FAMILIES
 
 POLICIES = ("random", "first", "expert")
 _ENV_ID_RE = re.compile(r"\(environment id: ([^)]+)\)")
@@ -30,14 +31,13 @@ class ExpertPolicy:
     The task is recognised from the prompt's environment id and the start
     frame (compared with each candidate task's start frame, encoded the way
     the protocol encodes frames); the moves applied so far are read from the
-    later turns. Classic-control tasks get their scripted controller, run on
+    later turns. A game with a scripted controller (its game module's
+    ``controller``: the Classic Control games) gets it, run on
     a fresh environment replayed through those moves; grid worlds (Toy Text,
     MiniGrid) follow a shortest passing plan found by breadth-first search.
     Anywhere else, or off the plan, the answer falls back to the random
     policy, and the reasoning line says so.
     """
-
-    SEARCH_FAMILIES = ("toytext", "minigrid")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -75,18 +75,19 @@ class ExpertPolicy:
         task = get_task(task_id)
         moves = conv.moves()
         try:
-            from vical.demos.experts import CONTROLLERS, bfs_expert
+            from vical.demos.experts import bfs_expert, controller_for
         except ImportError:
             return None, "Expert: vical.demos is not available."
-        if task.env.env in CONTROLLERS:
+        ctl = controller_for(task.env)
+        if ctl is not None:
             from vical.envs import make_env
 
             with make_env(task) as env:
                 env.reset()
                 for a in moves:
                     env.step(a)
-                return CONTROLLERS[task.env.env](env), f"Expert: controller on {task_id}."
-        if task.env.family not in self.SEARCH_FAMILIES:
+                return ctl(env), f"Expert: controller on {task_id}."
+        if not FAMILIES[task.env.family].searchable:
             return None, f"Expert: no expert for {task_id}."
         with self.lock:
             if task_id not in self._plans:

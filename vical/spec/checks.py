@@ -21,8 +21,8 @@ checks therefore come in two tiers, each cached per ``(package, sim_id)``:
   highway-env, Tetris, Flappy Bird), and native actions against the action
   space of the game just built.
 
-This module sits in the task-data layer and imports only :mod:`vical.spec.models` and
-:mod:`vical.errors`; the registries of the families that vical defines itself (MiniGrid's
+This module sits in the task-data layer and imports only :mod:`vical.spec.models`,
+:mod:`vical.spec.families` (which tiers a family's checks take) and :mod:`vical.errors`; the registries of the families that vical defines itself (MiniGrid's
 sim ids, the highway, Tetris and Flappy Bird registrations) are imported by name when a
 check first needs them, like any simulator package.
 
@@ -41,32 +41,15 @@ import importlib.util
 import io
 import re
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from vical.errors import TaskSpecError
+from vical.spec.families import FAMILIES, Family
 from vical.spec.models import EnvSpec, TaskSpec
-
-# family -> (distribution of its simulator, top-level module of that distribution)
-FAMILY_PACKAGES: dict[str, tuple[str, str]] = {
-    "toytext": ("gymnasium", "gymnasium"),
-    "classic": ("gymnasium", "gymnasium"),
-    "ale": ("ale-py", "ale_py"),
-    "minigrid": ("minigrid", "minigrid"),
-    "breakout": ("vical", "vical"),
-    "procgen": ("procgen2", "procgen"),
-    "highway": ("highway-env", "highway_env"),
-    "tetris": ("tetris-gymnasium", "tetris_gymnasium"),
-    "flappy": ("flappy-bird-gymnasium", "flappy_bird_gymnasium"),
-}
-
-# Families whose sim_id registry is read at load; the others are read when a game is made.
-LOAD_TIME_IDS = frozenset({"toytext", "classic", "ale", "breakout"})
-# Families whose native action space is known at load; the others are read from the made game.
-LOAD_TIME_ACTIONS = frozenset({"toytext", "classic", "ale", "breakout", "procgen"})
 
 SIMS_HINT = "install the simulators with: pip install 'vical[sims]'"
 
@@ -85,9 +68,9 @@ def installed(dist: str) -> bool:
         importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return False
-    for family_dist, module in FAMILY_PACKAGES.values():
-        if _canonical(family_dist) == _canonical(dist):
-            return importlib.util.find_spec(module) is not None
+    for fam in FAMILIES.values():
+        if _canonical(fam.dist) == _canonical(dist):
+            return importlib.util.find_spec(fam.top_module) is not None
     return True
 
 
@@ -113,7 +96,7 @@ def suggest(value: str, known: Iterable[str]) -> str:
 
 def package_problem(family: str, package: str) -> str | None:
     """Why ``package`` cannot be the simulator distribution of ``family``, or None."""
-    expected = FAMILY_PACKAGES[family][0]
+    expected = FAMILIES[family].dist
     if _canonical(package) == _canonical(expected):
         return None
     if not installed(package):
@@ -141,31 +124,49 @@ def _quiet_import(module: str) -> Any:
         return importlib.import_module(module)
 
 
+def _gym_ids(fam: Family) -> Registry:
+    gym = _quiet_import("gymnasium")
+    return Registry(frozenset(gym.registry), "a registered gymnasium environment")
+
+
+def _ale_ids(fam: Family) -> Registry:
+    gym = _quiet_import("gymnasium")
+    _quiet_import(fam.top_module)  # importing ale_py registers its ALE/<Game>-v5 ids
+    return Registry(frozenset(k for k in gym.registry if k.startswith("ALE/")), "an ale-py game id")
+
+
+def _procgen_ids(fam: Family) -> Registry:
+    names = _quiet_import(f"{fam.top_module}.env").ENV_NAMES
+    return Registry(frozenset(names), f"a {fam.dist} game name")
+
+
+def _module_ids(fam: Family) -> Registry:
+    module = f"vical.envs.{fam.module}"
+    sim_ids = _quiet_import(module).SIM_IDS
+    return Registry(frozenset(sim_ids), f"a vical {fam.title} environment ({module})")
+
+
+def _registered_ids(fam: Family) -> Registry:
+    _quiet_import(f"vical.envs.{fam.module}")  # imports and so registers the simulator's ids
+    gym = _quiet_import("gymnasium")
+    return Registry(frozenset(gym.registry), f"a registered gymnasium environment of {fam.dist}")
+
+
+# Family.sim_ids -> how that kind of registry is read ("dotted" has none: _dotted_problem)
+_REGISTRIES: dict[str, Callable[[Family], Registry]] = {
+    "gymnasium": _gym_ids,
+    "ale": _ale_ids,
+    "procgen": _procgen_ids,
+    "module": _module_ids,
+    "registers": _registered_ids,
+}
+
+
 @cache
 def registry(family: str) -> Registry:
     """The sim_id registry of an installed family (imports its simulator package)."""
-    if family in ("toytext", "classic"):
-        gym = _quiet_import("gymnasium")
-        return Registry(frozenset(gym.registry), "a registered gymnasium environment")
-    if family == "ale":
-        gym = _quiet_import("gymnasium")
-        _quiet_import("ale_py")  # importing ale_py registers its ALE/<Game>-v5 ids
-        ids = frozenset(k for k in gym.registry if k.startswith("ALE/"))
-        return Registry(ids, "an ale-py game id")
-    if family == "procgen":
-        names = _quiet_import("procgen.env").ENV_NAMES
-        return Registry(frozenset(names), "a procgen2 game name")
-    if family == "minigrid":
-        sim_ids = _quiet_import("vical.envs.minigrid").SIM_IDS
-        return Registry(frozenset(sim_ids), "a vical MiniGrid environment (vical.envs.minigrid)")
-    if family in ("highway", "tetris", "flappy"):
-        _quiet_import(f"vical.envs.{family}")  # imports and so registers the simulator's ids
-        gym = _quiet_import("gymnasium")
-        return Registry(
-            frozenset(gym.registry),
-            f"a registered gymnasium environment of {FAMILY_PACKAGES[family][0]}",
-        )
-    raise KeyError(family)
+    fam = FAMILIES[family]
+    return _REGISTRIES[fam.sim_ids](fam)
 
 
 def _dotted_problem(sim_id: str) -> str | None:
@@ -187,7 +188,7 @@ def _dotted_problem(sim_id: str) -> str | None:
 @cache
 def sim_id_problem(family: str, package: str, sim_id: str) -> str | None:
     """Why the installed simulator of ``family`` does not know ``sim_id``, or None."""
-    if family == "breakout":
+    if FAMILIES[family].sim_ids == "dotted":
         return _dotted_problem(sim_id)
     reg = registry(family)
     if sim_id in reg.ids:
@@ -201,7 +202,7 @@ def _ale_game_problems(spec: EnvSpec, where: str | Path) -> list[str]:
     if not isinstance(game, str) or not game:
         return [f"{_prefix(where)} 'env_kwargs.game': the ALE game name is required (e.g. Pong)"]
     opened = f"ALE/{game}-v5"
-    reg = registry("ale")
+    reg = registry(spec.family)
     if opened not in reg.ids:
         names = [k[4:-3] for k in reg.ids if k.endswith("-v5")]
         return [
@@ -253,41 +254,58 @@ def discrete_space(space: Any, what: str) -> NativeSpace | None:
     return NativeSpace(f"{what} (Discrete({int(n)}): {_describe_indices(indices)})", indices)
 
 
+def _discrete_actions(fam: Family, sim_id: str) -> NativeSpace | None:
+    gym = _quiet_import("gymnasium")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            env = gym.make(sim_id)
+    except Exception:  # e.g. a registered id whose extra (Box2D, MuJoCo) is missing:
+        return None  # left to the adapter, which reports it when the game is made
+    try:
+        return discrete_space(env.action_space, f"the action space of {sim_id}")
+    finally:
+        env.close()
+
+
+def _ale_actions(fam: Family, sim_id: str) -> NativeSpace:
+    names = frozenset(a.name for a in _quiet_import(fam.top_module).Action)
+    return NativeSpace(
+        f"ALE's full action set ({len(names)} actions: NOOP, FIRE, UP, ..., or 0..{len(names) - 1})",
+        range(len(names)),
+        names,
+    )
+
+
+def _index_actions(fam: Family, sim_id: str) -> NativeSpace:
+    indices = frozenset(importlib.import_module(f"vical.envs.{fam.module}").NATIVE.values())
+    return NativeSpace(
+        f"{fam.title}'s {len(indices)} native combos ({_describe_indices(indices)})", indices
+    )
+
+
+def _named_actions(fam: Family, sim_id: str) -> NativeSpace:
+    names = importlib.import_module(f"vical.envs.{fam.module}").NATIVE_NAMES
+    desc = ", ".join(f"{i} {n}" for i, n in sorted(names.items()))
+    return NativeSpace(f"{fam.title}'s native actions ({desc})", frozenset(names))
+
+
+# Family.native_actions -> how that kind of action space is read
+_ACTION_SPACES: dict[str, Callable[[Family, str], NativeSpace | None]] = {
+    "discrete": _discrete_actions,
+    "ale": _ale_actions,
+    "indices": _index_actions,
+    "names": _named_actions,
+}
+
+
 @cache
 def native_space(family: str, sim_id: str) -> NativeSpace | None:
     """The native action space known without building the game, or None."""
-    if family in ("toytext", "classic"):
-        gym = _quiet_import("gymnasium")
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                env = gym.make(sim_id)
-        except Exception:  # e.g. a registered id whose extra (Box2D, MuJoCo) is missing:
-            return None  # left to the adapter, which reports it when the game is made
-        try:
-            return discrete_space(env.action_space, f"the action space of {sim_id}")
-        finally:
-            env.close()
-    if family == "ale":
-        ale_py = _quiet_import("ale_py")
-        names = frozenset(a.name for a in ale_py.Action)
-        return NativeSpace(
-            f"ALE's full action set ({len(names)} actions: NOOP, FIRE, UP, ..., or 0..{len(names) - 1})",
-            range(len(names)),
-            names,
-        )
-    if family == "procgen":
-        native = importlib.import_module("vical.envs.procgen").NATIVE
-        indices = frozenset(native.values())
-        return NativeSpace(
-            f"Procgen's {len(indices)} native combos ({_describe_indices(indices)})", indices
-        )
-    if family == "breakout":
-        names = importlib.import_module("vical.envs.breakout").NATIVE_NAMES
-        indices = frozenset(names)
-        desc = ", ".join(f"{i} {n}" for i, n in sorted(names.items()))
-        return NativeSpace(f"CustomBreakout's native actions ({desc})", indices)
-    return None
+    fam = FAMILIES[family]
+    if fam.native_actions is None:
+        return None
+    return _ACTION_SPACES[fam.native_actions](fam, sim_id)
 
 
 def action_problems(spec: EnvSpec, space: NativeSpace, where: str | Path) -> list[str]:
@@ -359,18 +377,18 @@ def _problems(spec: EnvSpec, where: str | Path, lazy: bool) -> list[str]:
     bad_package = package_problem(family, spec.package)
     if bad_package:
         return [f"{_prefix(where)} 'package': {bad_package}"]
-    if not installed(FAMILY_PACKAGES[family][0]):
+    if not installed(FAMILIES[family].dist):
         if lazy:
             return [f"{_prefix(where)} 'package': {spec.package!r} is not installed; {SIMS_HINT}"]
         return []  # the sims extra is optional: listing tasks must not need it
     problems = []
-    if lazy or family in LOAD_TIME_IDS:
+    if lazy or FAMILIES[family].ids_at_load:
         bad_id = sim_id_problem(family, spec.package, spec.sim_id)
         if bad_id:
             return [f"{_prefix(where)} 'sim_id': {bad_id}"]
-        if family == "ale":
+        if FAMILIES[family].sim_ids == "ale":
             problems += _ale_game_problems(spec, where)
-    if family in LOAD_TIME_ACTIONS and not problems:
+    if FAMILIES[family].actions_at_load and not problems:
         space = native_space(family, spec.sim_id)
         if space is not None:
             problems += action_problems(spec, space, where)
@@ -407,7 +425,7 @@ def check_adapter_actions(spec: EnvSpec, adapter: Any) -> None:
         problem = start_problem(task)
         if problem:
             raise TaskSpecError(problem)
-    if spec.family in LOAD_TIME_ACTIONS:
+    if FAMILIES[spec.family].actions_at_load:
         return
     env = getattr(adapter, "env", None)
     space = discrete_space(getattr(env, "action_space", None), f"the action space of {spec.sim_id}")

@@ -17,6 +17,7 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from vical.errors import TaskSpecError
+from vical.spec.families import FAMILIES
 
 EnvType = Literal["Maze", "Shooter", "Control", "Dodge", "Collect", "Sport"]
 ENV_TYPES: tuple[str, ...] = ("Maze", "Shooter", "Control", "Dodge", "Collect", "Sport")
@@ -365,17 +366,7 @@ class EnvSpec(_Strict):
     env: str = Field(pattern=r"^[a-z0-9]+$")
     name: str
     paper_id: str = Field(description="the environment id used in the paper's tables")
-    family: Literal[
-        "toytext",
-        "classic",
-        "ale",
-        "minigrid",
-        "breakout",
-        "procgen",
-        "highway",
-        "tetris",
-        "flappy",
-    ]
+    family: str = Field(description="the environment family (vical.spec.families.FAMILIES)")
     sim_id: str = Field(description="the id handed to the simulator package")
     package: str
     actions: dict[str, Any] = Field(description="canonical action name -> native action")
@@ -393,6 +384,13 @@ class EnvSpec(_Strict):
         default=None, description="how the demo clips are packed (vical demos pack)"
     )
     tasks: list[TaskVariant] = Field(min_length=1)
+
+    @field_validator("family")
+    @classmethod
+    def _known_family(cls, v: str) -> str:
+        if v not in FAMILIES:
+            raise ValueError(f"unknown family {v!r}; families: {', '.join(FAMILIES)}")
+        return v
 
     @model_validator(mode="after")
     def _consistent(self) -> EnvSpec:

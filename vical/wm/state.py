@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from vical.envs import VicalEnv
 from vical.envs.states import Facts
+from vical.spec.families import FAMILIES
 
-EXACT_FAMILIES = frozenset({"toytext", "minigrid", "tetris", "breakout"})
+EXACT_FAMILIES = frozenset(f.name for f in FAMILIES.values() if f.exact_renderer)
 
 
 def sim_state(env: VicalEnv) -> Facts:
