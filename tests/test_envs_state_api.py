@@ -14,9 +14,9 @@ from vical.envs.games.cliffwalking import CliffState
 from vical.envs.games.taxi import TaxiState
 from vical.envs.states import NativeState, StateKindError
 from vical.spec import load_envs
-from vical.wm.cases import SCENARIOS
+from vical.wm.cases import all_scenarios
 
-WM_ENVS = sorted({e for s in SCENARIOS for e in s.envs})
+WM_ENVS = sorted({e for s in all_scenarios() for e in s.envs})
 
 
 def _task(env_key: str) -> str:

@@ -10,7 +10,7 @@ from conftest import build_wm_cases
 from vical.wm.cases import (
     BRANCHES,
     CONTEXTS,
-    SCENARIOS,
+    all_scenarios,
     build,
     load_cases,
     load_frames,
@@ -20,6 +20,7 @@ from vical.wm.cases import (
 from vical.wm.sim import ContextSim
 
 SMALL = ("taxi", "breakout")  # the environments of the small case folder
+SCENARIOS = all_scenarios()
 
 
 def _tree(folder: Path) -> dict[str, str]:
@@ -42,6 +43,31 @@ def test_eight_scenarios_of_fifty():
     assert CONTEXTS * BRANCHES == 50
     with pytest.raises(KeyError, match="scenarios: grid-navigation"):
         scenario("nope")
+
+
+def test_the_game_modules_make_the_scenario_table():
+    """Each game module's WORLD_MODEL_SCENARIO places it; together they give the table the
+    published cases were built from, in the same build order."""
+    assert [(s.name, s.envs) for s in SCENARIOS] == [
+        ("grid-navigation", ("taxi", "cliffwalking")),
+        ("classic-control", ("cartpole", "mountaincar", "acrobot")),
+        ("atari-shooters", ("assault", "demonattack", "seaquest")),
+        ("atari-dodging", ("freeway", "asterix", "roadrunner")),
+        ("minigrid", ("lavacrossing", "multiroom", "unlockpickup")),
+        ("procgen", ("bigfish", "leaper", "ninja", "bossfight")),
+        ("driving", ("highway", "enduro")),
+        ("arcade", ("tetris", "flappybird", "breakout")),
+    ]
+
+
+def test_a_game_module_joins_a_scenario_by_declaring_it(monkeypatch):
+    import vical.envs.games.pong as pong
+
+    monkeypatch.setattr(pong, "WORLD_MODEL_SCENARIO", ("atari-dodging", 0), raising=False)
+    assert scenario("atari-dodging").envs == ("pong", "freeway", "asterix", "roadrunner")
+    monkeypatch.setattr(pong, "WORLD_MODEL_SCENARIO", ("nowhere", 1))
+    with pytest.raises(KeyError, match="pong: WORLD_MODEL_SCENARIO names scenario 'nowhere'"):
+        all_scenarios()
 
 
 def test_case_structure(small):

@@ -20,8 +20,8 @@ from vical.submit.bundle import make_bundle
 from vical.submit.keys import keygen
 from vical.submit.leaderboard import condition_label, is_ablation
 from vical.submit.verify import VerifyError, verify_bundle
-from vical.wm.cases import encode_png
 from vical.wm.couple import Coupling, candidate_actions
+from vical.wm.sim import encode_png
 
 runner = CliRunner()
 TASK = "cliffwalking/base"  # 16 moves at most, 4 actions: a short coupled episode
@@ -107,7 +107,7 @@ def test_a_coupled_run_is_a_normal_run_that_bundles_and_verifies(coupled, wm):
 
 def _imagined_frames(run):
     """Every imagined frame of the run's episode by (step, candidate), read from media/."""
-    from vical.wm.cases import decode_png
+    from vical.wm.sim import decode_png
 
     folder = next((run / "episodes").iterdir())
     out = {}

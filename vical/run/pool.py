@@ -38,6 +38,8 @@ from concurrent.futures import process as _cf_process
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
+from vical.jobs import report
+
 J = TypeVar("J")
 
 _PR_SET_PDEATHSIG = 1
@@ -329,14 +331,8 @@ def _run_inline(
     with SignalScope(on_abort) as scope:
         try:
             for job in queue:
-                try:
-                    value = fn(job)
-                except Exception as e:
-                    if on_result(job, None, e) is False:
-                        return False
-                else:
-                    if on_result(job, value, None) is False:
-                        return False
+                if not report(fn, job, on_result):
+                    return False
                 if scope.received is not None:
                     raise KeyboardInterrupt
             return True

@@ -25,9 +25,9 @@ def wm_case_budget(ids: Any, rebuilt: bool) -> dict[str, list[int]]:
     per scenario), so the contexts rebuilt are at most the published ones."""
     import re
 
-    from vical.wm.cases import BRANCHES, CONTEXTS, SCENARIOS
+    from vical.wm.cases import BRANCHES, CONTEXTS, SCENARIO_TOPICS
 
-    known = {s.name for s in SCENARIOS}
+    known = set(SCENARIO_TOPICS)
     limit = CONTEXTS * BRANCHES
     if not ids or (rebuilt and len(ids) > len(known) * limit):
         raise VerifyError("schema", f"wm: {len(ids)} cases, not between 1 and {len(known) * limit}")

@@ -16,7 +16,7 @@ Each context has :data:`BRANCHES` cases whose interventions lead to visibly
 different outcomes (their final true frames differ in at least
 :data:`MIN_CHANGED_PIXELS` pixels from one another), so that a model ignoring
 its actions cannot predict every branch of a context. A scenario is
-:data:`CONTEXTS` contexts over a few environments of a family (:data:`SCENARIOS`);
+:data:`CONTEXTS` contexts over a few environments of a family (:func:`all_scenarios`);
 eight scenarios of 50 cases make 400.
 
 Context states are the tasks' start states and states along their demonstration
@@ -31,21 +31,29 @@ have a context, so the number of workers never changes a byte.
 from __future__ import annotations
 
 import hashlib
-import io
 import itertools
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 import numpy as np
-from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
-from vical.wm.sim import BranchEndedError, ContextSim, Frame, Origin, task_by_id
+from vical.jobs import Pool, in_process
+from vical.wm.sim import (
+    BranchEndedError,
+    ContextSim,
+    Frame,
+    Origin,
+    decode_png,
+    encode_png,
+    pixels_sha256,
+    task_by_id,
+)
 from vical.wm.state import EXACT_FAMILIES
 
 CONTEXT_FRAMES = 3
@@ -71,25 +79,51 @@ class Scenario:
     envs: tuple[str, ...]
 
 
-SCENARIOS: tuple[Scenario, ...] = (
-    Scenario("grid-navigation", "Toy Text grid worlds", ("taxi", "cliffwalking")),
-    Scenario("classic-control", "classic control physics", ("cartpole", "mountaincar", "acrobot")),
-    Scenario("atari-shooters", "Atari shooters", ("assault", "demonattack", "seaquest")),
-    Scenario("atari-dodging", "Atari dodging games", ("freeway", "asterix", "roadrunner")),
-    Scenario(
-        "minigrid", "MiniGrid partial-view mazes", ("lavacrossing", "multiroom", "unlockpickup")
-    ),
-    Scenario("procgen", "Procgen games", ("bigfish", "leaper", "ninja", "bossfight")),
-    Scenario("driving", "driving", ("highway", "enduro")),
-    Scenario("arcade", "Tetris, Flappy Bird and Breakout", ("tetris", "flappybird", "breakout")),
-)
+# the scenarios in build order, each with what it covers; an environment joins one
+# through its game module's WORLD_MODEL_SCENARIO = (scenario name, place in its order)
+SCENARIO_TOPICS: dict[str, str] = {
+    "grid-navigation": "Toy Text grid worlds",
+    "classic-control": "classic control physics",
+    "atari-shooters": "Atari shooters",
+    "atari-dodging": "Atari dodging games",
+    "minigrid": "MiniGrid partial-view mazes",
+    "procgen": "Procgen games",
+    "driving": "driving",
+    "arcade": "Tetris, Flappy Bird and Breakout",
+}
+SCENARIO_HOOK = "WORLD_MODEL_SCENARIO"
+
+
+def all_scenarios() -> tuple[Scenario, ...]:
+    """The scenarios with their environments, read from the game modules of the
+    environments present (a scenario no environment joins is left out)."""
+    from vical.envs import game_module
+    from vical.spec import load_envs
+
+    members: dict[str, list[tuple[int, str]]] = {name: [] for name in SCENARIO_TOPICS}
+    for env, spec in load_envs().items():
+        entry = getattr(game_module(spec), SCENARIO_HOOK, None)
+        if entry is None:
+            continue
+        name, place = entry
+        if name not in members:
+            raise KeyError(
+                f"{env}: {SCENARIO_HOOK} names scenario {name!r}; "
+                f"scenarios: {', '.join(SCENARIO_TOPICS)}"
+            )
+        members[name].append((place, env))
+    return tuple(
+        Scenario(name, topic, tuple(env for _, env in sorted(members[name])))
+        for name, topic in SCENARIO_TOPICS.items()
+        if members[name]
+    )
 
 
 def scenario(name: str) -> Scenario:
-    for s in SCENARIOS:
+    for s in all_scenarios():
         if s.name == name:
             return s
-    raise KeyError(f"unknown scenario {name!r}; scenarios: {', '.join(s.name for s in SCENARIOS)}")
+    raise KeyError(f"unknown scenario {name!r}; scenarios: {', '.join(SCENARIO_TOPICS)}")
 
 
 class Fact(BaseModel):
@@ -156,82 +190,6 @@ class Request:
     context: list[Frame]
     context_actions: list[str]
     intervention: list[str]
-
-
-# -- PNG -----------------------------------------------------------------------------
-def encode_png(frame: Frame) -> bytes:
-    """A frame as PNG bytes (fixed settings: the same frame always gives the same bytes)."""
-    buf = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(frame, dtype=np.uint8), "RGB").save(
-        buf, format="PNG", compress_level=6
-    )
-    return buf.getvalue()
-
-
-def decode_png(data: bytes, size: tuple[int, int] | None = None) -> Frame:
-    """A PNG's pixels, its header checked first (:func:`vical.bounded.decode_image`: the
-    frame ``size`` (width, height) when given, else at most a frame's pixel count);
-    :class:`vical.bounded.MemberError` (a ValueError) otherwise."""
-    from vical.bounded import decode_image
-
-    return decode_image(data, "PNG", size)
-
-
-def pixels_sha256(frame: Frame) -> str:
-    """sha256 of a frame's pixels (shape, then bytes), independent of the PNG encoding."""
-    arr = np.ascontiguousarray(frame, dtype=np.uint8)
-    h = hashlib.sha256(f"{arr.shape}|".encode())
-    h.update(arr.data)
-    return h.hexdigest()
-
-
-# -- running jobs ---------------------------------------------------------------------
-J = TypeVar("J")
-
-
-class Pool(Protocol):
-    """How jobs are run: :func:`vical.run.pool.run_pool`'s signature.
-
-    The command line passes that pool (``-j``); this package sits below
-    ``vical.run`` in the import layers, so it only names the contract, and runs
-    jobs one at a time in this process (:func:`in_process`) when given no pool.
-    """
-
-    def __call__(
-        self,
-        fn: Callable[[J], Any],
-        jobs: Iterable[J],
-        workers: int,
-        on_result: Callable[[J, Any, BaseException | None], bool | None],
-        *,
-        initializer: Callable[[], None] | None = None,
-        on_abort: Callable[[], None] | None = None,
-        on_interrupt: Callable[[], None] | None = None,
-    ) -> bool: ...
-
-
-def in_process(
-    fn: Callable[[J], Any],
-    jobs: Iterable[J],
-    workers: int,
-    on_result: Callable[[J, Any, BaseException | None], bool | None],
-    *,
-    initializer: Callable[[], None] | None = None,
-    on_abort: Callable[[], None] | None = None,
-    on_interrupt: Callable[[], None] | None = None,
-) -> bool:
-    """A :class:`Pool` that runs each job here, in order (``workers`` is ignored);
-    Ctrl-C interrupts the job itself. False when ``on_result`` stopped it early."""
-    for job in jobs:
-        try:
-            value = fn(job)
-        except Exception as e:
-            if on_result(job, None, e) is False:
-                return False
-        else:
-            if on_result(job, value, None) is False:
-                return False
-    return True
 
 
 # -- choosing contexts and branches ---------------------------------------------------
@@ -673,7 +631,7 @@ def build(
     import tempfile
 
     out = Path(out)
-    chosen = [scenario(n) for n in scenarios] if scenarios else list(SCENARIOS)
+    chosen = [scenario(n) for n in scenarios] if scenarios else list(all_scenarios())
     out.parent.mkdir(parents=True, exist_ok=True)
     for stale in _stale(out):
         shutil.rmtree(stale, ignore_errors=True)

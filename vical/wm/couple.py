@@ -41,7 +41,8 @@ import numpy.typing as npt
 from vical.envs import VicalEnv, make_env
 from vical.envs.core import frame_sha256
 from vical.spec import TaskSpec
-from vical.wm.cases import CONTEXT_FRAMES, decode_png, encode_png
+from vical.wm.cases import CONTEXT_FRAMES
+from vical.wm.sim import decode_png, encode_png
 
 WORLD_MODELS = ("simulator", "copy-last", "http")
 RECORD = "imagined"

@@ -25,21 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from vical.wm.cases import (
-    CASES_FILE,
-    Case,
-    Pool,
-    Request,
-    decode_png,
-    encode_png,
-    in_process,
-    load_cases,
-    load_frames,
-)
+from vical.jobs import Pool, in_process
+from vical.wm.cases import CASES_FILE, Case, Request, load_cases, load_frames
 from vical.wm.controls import INTERVENTIONS, TARGETS, control_target, scored_cases
 from vical.wm.models import NEEDS_CASES, WorldModel, get_wm
 from vical.wm.score import CaseScore, differ, flagged, score_case, score_context, summarize
-from vical.wm.sim import Frame
+from vical.wm.sim import Frame, decode_png, encode_png
 
 MANIFEST = "manifest.json"
 SCORES = "scores.jsonl"
@@ -546,8 +537,7 @@ class _ReplayJob:
 
 
 def _replay_job(job: _ReplayJob) -> list[tuple[str, str | None]]:
-    from vical.wm.cases import pixels_sha256
-    from vical.wm.sim import ContextSim
+    from vical.wm.sim import ContextSim, pixels_sha256
 
     case = _cases_by_id(job.folder)[job.case]
     with ContextSim(case.origin, snapshot=False) as sim:

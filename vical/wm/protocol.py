@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from vical.wm.cases import NO_ACTION, Request, decode_png, encode_png
+from vical.wm.cases import NO_ACTION, Request
+from vical.wm.sim import decode_png, encode_png
 
 PROTOCOL = "vical-wm/1"
 PATH = "/v1/wm/predict"

@@ -196,8 +196,8 @@ READ_MEMO = 64  # frames read back remembered per process (a context's branches 
 def _read_back(task: str, frame: Frame, hint: dict[str, Any]) -> dict[str, Any] | None:
     """:func:`vical.wm.readback.read_back`, remembered by the frame's pixels: the cases of
     one context often show the same predicted frame (copy-last's), which reads back once."""
-    from vical.wm.cases import pixels_sha256
     from vical.wm.readback import read_back
+    from vical.wm.sim import pixels_sha256
 
     key = (task, pixels_sha256(frame), json.dumps(hint, sort_keys=True, default=str))
     if key in _READ:

@@ -12,6 +12,8 @@ of one context are played from one exact snapshot of that state
 
 from __future__ import annotations
 
+import hashlib
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -19,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from PIL import Image
 
 from vical.envs import VicalEnv, make_env
 from vical.spec import DemoClip, TaskSpec, load_envs
@@ -28,6 +31,33 @@ Frame = npt.NDArray[np.uint8]  # an RGB frame: height x width x 3
 
 # a case's horizon is far below this: the decision budget never ends a branch
 _NO_TIME_OUT = 10_000
+
+
+# -- frames as PNG ---------------------------------------------------------------------
+def encode_png(frame: Frame) -> bytes:
+    """A frame as PNG bytes (fixed settings: the same frame always gives the same bytes)."""
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(frame, dtype=np.uint8), "RGB").save(
+        buf, format="PNG", compress_level=6
+    )
+    return buf.getvalue()
+
+
+def decode_png(data: bytes, size: tuple[int, int] | None = None) -> Frame:
+    """A PNG's pixels, its header checked first (:func:`vical.bounded.decode_image`: the
+    frame ``size`` (width, height) when given, else at most a frame's pixel count);
+    :class:`vical.bounded.MemberError` (a ValueError) otherwise."""
+    from vical.bounded import decode_image
+
+    return decode_image(data, "PNG", size)
+
+
+def pixels_sha256(frame: Frame) -> str:
+    """sha256 of a frame's pixels (shape, then bytes), independent of the PNG encoding."""
+    arr = np.ascontiguousarray(frame, dtype=np.uint8)
+    h = hashlib.sha256(f"{arr.shape}|".encode())
+    h.update(arr.data)
+    return h.hexdigest()
 
 
 class BranchEndedError(RuntimeError):

@@ -35,3 +35,8 @@ class Adapter(FirstEventAdapter):
 
     def progress(self) -> dict[str, Any]:
         return {"reward": self.total, "target_reached_at": self.event_at}
+
+
+# the world-model scenario this game joins (vical.wm.cases), and its place in that
+# scenario's build order
+WORLD_MODEL_SCENARIO = ("atari-shooters", 1)

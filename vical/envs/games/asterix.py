@@ -28,3 +28,8 @@ class Adapter(ALEAdapter):
 
     def progress(self) -> dict[str, Any]:
         return {"reward": self.total, "died": self.died}
+
+
+# the world-model scenario this game joins (vical.wm.cases), and its place in that
+# scenario's build order
+WORLD_MODEL_SCENARIO = ("atari-dodging", 2)

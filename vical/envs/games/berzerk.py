@@ -61,3 +61,8 @@ class Adapter(ALEAdapter):
 
     def progress(self) -> dict[str, Any]:
         return {"reward": self.total, "died": self.died, "exited": self.exited}
+
+
+# demo packing (vical.demos.packages): only success clips whose id carries this marker
+# show the game's objective, walking out of the room (its early success in Table 28)
+OBJECTIVE_CLIP = "-exit"

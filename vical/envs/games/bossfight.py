@@ -25,3 +25,8 @@ class Adapter(RewardTargetAdapter):
         clear = min((np.hypot(b.x - a.x, b.y - a.y) for b in bullets), default=10.0)
         below = -abs(boss[0].x - a.x) if boss else 0.0
         return -10.0 * health + 0.5 * min(clear, 2.0) + below
+
+
+# the world-model scenario this game joins (vical.wm.cases), and its place in that
+# scenario's build order
+WORLD_MODEL_SCENARIO = ("procgen", 4)

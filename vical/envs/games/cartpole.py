@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from vical.envs.classic import ClassicAdapter
-from vical.envs.core import Tick
+from vical.envs.classic import ClassicAdapter, state_vector
+from vical.envs.core import Tick, VicalEnv
 from vical.envs.scoring import horizon_ratio
 
 # the names of the simulator's state vector, in its order
@@ -41,5 +41,16 @@ class CartPoleAdapter(ClassicAdapter):
         return {"decisions_survived": self.decisions, "fallen": self.fallen}
 
 
+def controller(env: VicalEnv) -> str:
+    """The scripted expert (:func:`vical.demos.experts.controller_for`): push toward the
+    side the pole leans to (angle plus a share of its angular velocity)."""
+    _x, _v, theta, omega = state_vector(env)
+    return "Push Right" if theta + 0.5 * omega > 0 else "Push Left"
+
+
 # the environment's adapter (vical.envs.make_adapter)
 Adapter = CartPoleAdapter
+
+# the world-model scenario this game joins (vical.wm.cases), and its place in that
+# scenario's build order
+WORLD_MODEL_SCENARIO = ("classic-control", 1)

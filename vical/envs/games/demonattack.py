@@ -18,3 +18,8 @@ class Adapter(ALEAdapter):
     """The default reward scoring, with a pass that needs the life kept to the end."""
 
     pass_needs_life = True
+
+
+# the world-model scenario this game joins (vical.wm.cases), and its place in that
+# scenario's build order
+WORLD_MODEL_SCENARIO = ("atari-shooters", 2)

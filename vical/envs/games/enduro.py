@@ -16,3 +16,8 @@ from vical.envs.ale import ALEAdapter
 
 class Adapter(ALEAdapter):
     """The default reward scoring (no lives to lose)."""
+
+
+# the world-model scenario this game joins (vical.wm.cases), and its place in that
+# scenario's build order
+WORLD_MODEL_SCENARIO = ("driving", 2)

@@ -86,3 +86,7 @@ class FlappyAdapter(GymAdapter):
 
 # the environment's adapter (vical.envs.make_adapter)
 Adapter = FlappyAdapter
+
+# the world-model scenario this game joins (vical.wm.cases), and its place in that
+# scenario's build order
+WORLD_MODEL_SCENARIO = ("arcade", 2)

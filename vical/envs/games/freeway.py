@@ -71,3 +71,8 @@ class Adapter(ALEAdapter):
             "crossed": self.crossed,
             "hits": self.hits,
         }
+
+
+# the world-model scenario this game joins (vical.wm.cases), and its place in that
+# scenario's build order
+WORLD_MODEL_SCENARIO = ("atari-dodging", 1)

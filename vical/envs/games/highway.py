@@ -156,3 +156,7 @@ class HighwayAdapter(GymAdapter):
 
 # the environment's adapter (vical.envs.make_adapter)
 Adapter = HighwayAdapter
+
+# the world-model scenario this game joins (vical.wm.cases), and its place in that
+# scenario's build order
+WORLD_MODEL_SCENARIO = ("driving", 1)

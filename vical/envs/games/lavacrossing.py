@@ -51,3 +51,7 @@ class CustomLavaCrossingEnv(CrossingEnv):
 register(SIM_ID, CustomLavaCrossingEnv)
 
 Adapter = NavigationAdapter
+
+# the world-model scenario this game joins (vical.wm.cases), and its place in that
+# scenario's build order
+WORLD_MODEL_SCENARIO = ("minigrid", 1)

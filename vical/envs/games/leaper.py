@@ -12,3 +12,8 @@ from vical.envs.procgen import CompletionAdapter
 class Adapter(CompletionAdapter):
     def heuristic(self) -> float:
         return float(self.state().agent.y)
+
+
+# the world-model scenario this game joins (vical.wm.cases), and its place in that
+# scenario's build order
+WORLD_MODEL_SCENARIO = ("procgen", 2)

@@ -6,8 +6,8 @@ from typing import Any, cast
 
 from gymnasium.envs.classic_control.mountain_car import MountainCarEnv
 
-from vical.envs.classic import ClassicAdapter
-from vical.envs.core import Tick
+from vical.envs.classic import ClassicAdapter, state_vector
+from vical.envs.core import Tick, VicalEnv
 from vical.envs.scoring import capped_ratio
 
 # the names of the simulator's state vector, in its order
@@ -46,5 +46,16 @@ class MountainCarAdapter(ClassicAdapter):
         return {"start_position": round(self.x0, 6), "best_position": round(self.best, 6)}
 
 
+def controller(env: VicalEnv) -> str:
+    """The scripted expert (:func:`vical.demos.experts.controller_for`): accelerate in
+    the direction of motion (pumps energy into the swing)."""
+    _pos, vel = state_vector(env)
+    return "Accelerate Right" if vel >= 0 else "Accelerate Left"
+
+
 # the environment's adapter (vical.envs.make_adapter)
 Adapter = MountainCarAdapter
+
+# the world-model scenario this game joins (vical.wm.cases), and its place in that
+# scenario's build order
+WORLD_MODEL_SCENARIO = ("classic-control", 2)

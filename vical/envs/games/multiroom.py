@@ -52,3 +52,7 @@ class CustomMultiRoomEnv(MultiRoomEnv):
 register(SIM_ID, CustomMultiRoomEnv)
 
 Adapter = NavigationAdapter
+
+# the world-model scenario this game joins (vical.wm.cases), and its place in that
+# scenario's build order
+WORLD_MODEL_SCENARIO = ("minigrid", 2)

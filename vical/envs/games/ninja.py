@@ -69,3 +69,8 @@ class Adapter(ProcgenAdapter):
         h, w = self._dist.shape
         x, y = min(max(int(a.x), 0), w - 1), min(max(int(a.y), 0), h - 1)
         return -float(min(self._dist[y, x], 999.0)) + 0.01 * float(a.x)
+
+
+# the world-model scenario this game joins (vical.wm.cases), and its place in that
+# scenario's build order
+WORLD_MODEL_SCENARIO = ("procgen", 3)

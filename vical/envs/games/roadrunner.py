@@ -24,3 +24,8 @@ class Adapter(ALEAdapter):
 
     def won(self) -> bool:
         return self.total >= self.task.target("reward")
+
+
+# the world-model scenario this game joins (vical.wm.cases), and its place in that
+# scenario's build order
+WORLD_MODEL_SCENARIO = ("atari-dodging", 3)

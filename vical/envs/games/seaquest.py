@@ -70,3 +70,8 @@ class Adapter(ALEAdapter):
             "surfacings": self.surfacings,
             "died": self.died,
         }
+
+
+# the world-model scenario this game joins (vical.wm.cases), and its place in that
+# scenario's build order
+WORLD_MODEL_SCENARIO = ("atari-shooters", 3)

@@ -333,3 +333,7 @@ def read_frame(renderer: core.Adapter, frame: Frame, hint: Facts) -> Facts | Non
 
 # the environment's adapter (vical.envs.make_adapter)
 Adapter = TaxiAdapter
+
+# the world-model scenario this game joins (vical.wm.cases), and its place in that
+# scenario's build order
+WORLD_MODEL_SCENARIO = ("grid-navigation", 1)

@@ -156,3 +156,8 @@ class Adapter(MiniGridAdapter):
             "moves": self.moves,
             "box_destroyed": self.destroyed,
         }
+
+
+# the world-model scenario this game joins (vical.wm.cases), and its place in that
+# scenario's build order
+WORLD_MODEL_SCENARIO = ("minigrid", 3)
