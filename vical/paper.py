@@ -301,6 +301,9 @@ DEMO_FRAMES = (10, 80, 45.73, 45)  # per package: min, max, mean, median sampled
 DEMO_RESOLUTIONS = 12  # distinct (width x height) of captioned frames
 DEMO_COMMON_RESOLUTION = ((160, 250), 207)  # most common size and its package count
 
+# Table 19 (action bias): the four games the paper audits, in its order.
+TABLE19_GAMES = ("berzerk", "taxi", "lavacrossing", "unlockpickup")
+
 # Table 23 (Appendix 6.1, difficulty stratification): each environment's tier by its
 # learnability gap, the best of the four leading models' mean score minus the random
 # policy's mean score, on the 0-100 scale. Tier -> (the definition's bounds on the gap,

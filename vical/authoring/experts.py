@@ -8,7 +8,7 @@ the benchmark's own score and pass rule:
 - :func:`failure_search` — seeded random play that loses, for clips that show how
   the game is lost; :func:`hold_expert` — one action held to the end;
 - :func:`run_policy` — a scripted policy played to the end (the Classic Control
-  controllers of :data:`vical.demos.experts.CONTROLLERS`, held sequences);
+  controllers, :func:`vical.demos.experts.controller_for`, held sequences);
 - :func:`replay_actions` — a fixed action list played from the task's start;
 - :func:`planner_route` — the MiniGrid planner's shortest route.
 

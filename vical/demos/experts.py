@@ -6,8 +6,8 @@ with them:
 
 - :func:`bfs_expert` — breadth-first search over decisions, states told apart
   by frame hash (grid worlds: Taxi, CliffWalking, MiniGrid);
-- scripted controllers (:data:`CONTROLLERS`) where a one-line rule is enough
-  (CartPole, MountainCar, Acrobot).
+- scripted controllers where a one-line rule is enough (:func:`controller_for`:
+  a game module's ``controller``, as CartPole's, MountainCar's and Acrobot's).
 
 :class:`Sim` saves and restores state with :meth:`VicalEnv.snapshot`: the
 adapter's own save/restore where a replay check shows it exact, else replay of
@@ -22,18 +22,16 @@ import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
-from vical.envs import make_env
+from vical.envs import game_module, make_env
 from vical.envs.core import Step
 from vical.envs.environment import Snapshot, VicalEnv
-from vical.spec import TaskSpec
+from vical.spec import EnvSpec, TaskSpec
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
-
-    from vical.envs.gymbase import GymAdapter
 
 
 class Sim:
@@ -142,39 +140,13 @@ def _hash(sim: Sim) -> str:
 
 
 # ---------------------------------------------------------------------------
-# scripted controllers (classic control): read the native state, pick an action
+# scripted controllers: a game module's controller(env) -> action name
 # ---------------------------------------------------------------------------
-def _native_state(env: VicalEnv) -> Any:
-    # a classic-control env (CartPole, Acrobot, MountainCar): its ``state`` array
-    native: Any = cast("GymAdapter", env.adapter).env.unwrapped
-    return native.state
+CONTROLLER_HOOK = "controller"
 
 
-def cartpole_policy(env: VicalEnv) -> str:
-    """Push toward the side the pole leans to (angle plus a share of its angular velocity)."""
-    _x, _v, theta, omega = _native_state(env)
-    return "Push Right" if theta + 0.5 * omega > 0 else "Push Left"
-
-
-def mountaincar_policy(env: VicalEnv) -> str:
-    """Accelerate in the direction of motion (pumps energy into the swing)."""
-    _pos, vel = _native_state(env)
-    return "Accelerate Right" if vel >= 0 else "Accelerate Left"
-
-
-def acrobot_policy(env: VicalEnv) -> str:
-    """Torque against the first joint's angular velocity.
-
-    The elbow then bends against the swing, which pumps energy into it; this
-    reached the goal line in about 40 decisions from the seeds we tried, where
-    torque along the first joint's velocity stalls below it.
-    """
-    _t1, _t2, dt1, _dt2 = _native_state(env)
-    return "Torque -1" if dt1 >= 0 else "Torque +1"
-
-
-CONTROLLERS: dict[str, Callable[[VicalEnv], str]] = {
-    "cartpole": cartpole_policy,
-    "mountaincar": mountaincar_policy,
-    "acrobot": acrobot_policy,
-}
+def controller_for(spec: EnvSpec) -> Callable[[VicalEnv], str] | None:
+    """The environment's scripted controller, ``controller(env) -> action name`` in its
+    game module (Classic Control's read the native state), or None."""
+    ctl = getattr(game_module(spec), CONTROLLER_HOOK, None)
+    return cast("Callable[[VicalEnv], str]", ctl) if callable(ctl) else None

@@ -74,11 +74,12 @@ MIN_FRAMES, MAX_FRAMES = 10, 80
 # single-clip packages fall short of it, so the combined packages aim a little higher)
 TARGET_FRAMES = 54
 
-# Environments whose main objective is shown by particular success clips: only clips
-# whose id carries the marker count as successes when packing, so every package that
-# shows a success shows the objective (Berzerk: walking out of the room, its early
-# success in Table 28, rather than points held to the end of a clip).
-OBJECTIVE_CLIPS: dict[str, str] = {"berzerk": "-exit"}
+# A game whose main objective is shown by particular success clips names their marker in
+# its game module (OBJECTIVE_CLIP = "<marker>"): only clips whose id carries the marker
+# count as successes when packing, so every package that shows a success shows the
+# objective (Berzerk: walking out of the room, its early success in Table 28, rather than
+# points held to the end of a clip).
+OBJECTIVE_HOOK = "OBJECTIVE_CLIP"
 
 
 class PackError(TaskDataError, ValueError):
@@ -90,14 +91,22 @@ def frames(clip: DemoClip) -> int:
     return len(clip.actions) + 2
 
 
-def is_win(clip: DemoClip, env: str | None = None) -> bool:
-    """A success clip; for an environment in OBJECTIVE_CLIPS, one showing the objective."""
-    marker = OBJECTIVE_CLIPS.get(env or "")
+def objective_marker(spec: EnvSpec) -> str | None:
+    """The marker of the clips that show the game's objective (its game module's
+    ``OBJECTIVE_CLIP``), or None: every success clip shows it."""
+    from vical.envs import game_module
+
+    marker = getattr(game_module(spec), OBJECTIVE_HOOK, None)
+    return marker if isinstance(marker, str) else None
+
+
+def is_win(clip: DemoClip, marker: str | None = None) -> bool:
+    """A success clip; with an objective ``marker``, one whose id carries it."""
     return clip.label == "Victory" and (marker is None or marker in clip.id)
 
 
-def _order_key(c: DemoClip, env: str | None = None) -> tuple[bool, int, str]:
-    return (not is_win(c, env), -frames(c), c.id)
+def _order_key(c: DemoClip, marker: str | None = None) -> tuple[bool, int, str]:
+    return (not is_win(c, marker), -frames(c), c.id)
 
 
 def _class_key(task: TaskSpec) -> str:
@@ -150,7 +159,7 @@ def pack_env(
     chosen, used = packer.packages(shared)
     packer.cover(shared, chosen, used)
     return {
-        v: sorted((packer.pool[c] for c in chosen[v]), key=lambda c: _order_key(c, spec.env))
+        v: sorted((packer.pool[c] for c in chosen[v]), key=lambda c: _order_key(c, packer.marker))
         for v in packer.variants
     }
 
@@ -188,6 +197,7 @@ class _Packer:
     ) -> None:
         quota = _quota(spec)
         self.spec, self.env = spec, spec.env
+        self.marker = objective_marker(spec)
         self.n_distinct, self.scope = quota.pool, quota.loss_scope
         variants = self.variants = [v.variant for v in spec.tasks]
         self.want = {v: int(d) for v, d in zip(variants, quota.clips, strict=True)}
@@ -218,7 +228,7 @@ class _Packer:
         return min(ids, key=lambda i: (-self.fr[i], i))
 
     def win(self, cid: str) -> bool:
-        return is_win(self.pool[cid], self.env)
+        return is_win(self.pool[cid], self.marker)
 
     def loss(self, cid: str) -> bool:
         # a scoped loss is a lost life or game (Terminated); otherwise any unsuccessful end

@@ -15,6 +15,7 @@ import numpy as np
 
 from vical.envs import portable
 from vical.envs.core import Adapter, no_adapter
+from vical.envs.environment import VicalEnv
 from vical.envs.gymbase import GymAdapter
 from vical.envs.states import Facts, fact_value
 from vical.spec import TaskSpec
@@ -47,6 +48,12 @@ class ClassicAdapter(GymAdapter):
         for name, value in zip(self.state_names, state, strict=False):
             facts[name] = fact_value(value)
         return {**facts, **super().state_facts()}
+
+
+def state_vector(env: VicalEnv) -> Any:
+    """The simulator's state array of a running classic-control environment (what the
+    games' scripted controllers read)."""
+    return cast(Any, env.adapter).env.unwrapped.state
 
 
 def make_adapter(task: TaskSpec) -> Adapter:

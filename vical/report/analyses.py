@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 Runs = Mapping[str, list[EvalResult]]
 
 GAME_TYPES = ("Maze", "Shooter", "Control", "Dodge", "Collect", "Sport")
-# Table 19 audits these four games; the default here audits every game present.
-PAPER_BIAS_ENVS = ("berzerk", "taxi", "lavacrossing", "unlockpickup")
 BIAS_MIN_ACTIONS = 20
 BIAS_EXCESS = 0.20
 BIAS_TV = 0.20

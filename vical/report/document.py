@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from vical.outcomes import episode_name
+from vical.paper import TABLE19_GAMES
 from vical.report import analyses as an
 from vical.report.table import RunReport, ablation_table, build_report, run_condition
 from vical.report.usage import manifest_model, report_usage, run_usage
@@ -202,7 +203,7 @@ def make_figures(doc: dict[str, Any]) -> dict[str, tuple[str, bytes]]:
     )
     if a["action_distributions"]:
         dists = a["action_distributions"]
-        order = [e for e in an.PAPER_BIAS_ENVS if e in dists]
+        order = [e for e in TABLE19_GAMES if e in dists]
         order += sorted(
             (e for e in dists if e not in order), key=lambda e: -len(dists[e]["actions"])
         )

@@ -13,15 +13,20 @@ from dataclasses import dataclass
 
 from vical.authoring.experts import run_policy
 from vical.authoring.plan import ClipPlan
-from vical.demos.experts import CONTROLLERS, ExpertResult, bfs_expert
+from vical.demos.experts import ExpertResult, bfs_expert, controller_for
 from vical.envs.environment import VicalEnv
 from vical.spec import EnvSpec, TaskSpec
 
+# stored in the task files as the clips' ``source``: keeps the name the clips were made
+# under (the controllers are now each game module's ``controller``; changing the text
+# would change the data)
 CTL = "scripted controller vical.demos.experts.{}_policy"
 
 
-def controller(env_key: str) -> Callable[[TaskSpec], ExpertResult]:
-    ctl = CONTROLLERS[env_key]
+def controller(spec: EnvSpec) -> Callable[[TaskSpec], ExpertResult]:
+    ctl = controller_for(spec)
+    if ctl is None:
+        raise ValueError(f"{spec.env}: its game module defines no controller(env)")
     return lambda t: run_policy(t, ctl)
 
 
@@ -42,7 +47,7 @@ class _Seq:
 
 @dataclass(frozen=True)
 class ControlRecipe:
-    """A Classic Control game's clips: its scripted controller (``vical.demos.experts``)
+    """A Classic Control game's clips: its scripted controller (its game module's)
     from each of ``seeds``, clip ``<env>-s<seed>-<win>``, and ``held`` held from
     ``fail_seed`` (clip ``<env>-s<fail_seed>-<fail>``, ``fail_horizon`` decisions or the
     task's budget). ``packages``: per task in file order, the seeds of the clips it gets.
@@ -64,7 +69,7 @@ class ControlRecipe:
         """The clip plans and, per task in file order, the clip ids it gets."""
         env = spec.env
         plans = [
-            ClipPlan(self.clip_id(env, s), controller(env), CTL.format(env), s) for s in self.seeds
+            ClipPlan(self.clip_id(env, s), controller(spec), CTL.format(env), s) for s in self.seeds
         ]
         plans.append(
             ClipPlan(

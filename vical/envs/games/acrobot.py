@@ -8,7 +8,8 @@ from gymnasium.envs.classic_control.acrobot import AcrobotEnv
 
 from vical.envs import fpmath
 from vical.envs.classic import ClassicAdapter, state_vector
-from vical.envs.core import Tick, VicalEnv
+from vical.envs.core import Tick
+from vical.envs.environment import VicalEnv
 from vical.envs.scoring import capped_ratio
 
 # the names of the simulator's state vector, in its order

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from vical.envs.classic import ClassicAdapter, state_vector
-from vical.envs.core import Tick, VicalEnv
+from vical.envs.core import Tick
+from vical.envs.environment import VicalEnv
 from vical.envs.scoring import horizon_ratio
 
 # the names of the simulator's state vector, in its order

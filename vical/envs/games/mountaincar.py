@@ -7,7 +7,8 @@ from typing import Any, cast
 from gymnasium.envs.classic_control.mountain_car import MountainCarEnv
 
 from vical.envs.classic import ClassicAdapter, state_vector
-from vical.envs.core import Tick, VicalEnv
+from vical.envs.core import Tick
+from vical.envs.environment import VicalEnv
 from vical.envs.scoring import capped_ratio
 
 # the names of the simulator's state vector, in its order
