@@ -149,15 +149,39 @@ def _policy_expert(fn: Callable) -> Callable:
 Candidate = tuple[str, Callable]  # (variant name, expert(task) -> ("actions"|"policy", ...))
 
 
-def _later_candidates(env_key: str) -> list[Candidate]:
+def _family_experts(family: str) -> tuple[str, list[Candidate]] | None:
+    """The expert every game of a family shares (Toy Text: breadth-first search; MiniGrid:
+    the planner's route), named, or None."""
+    from vical.demos.experts import bfs_expert
+
+    if family == "toytext":
+        plan = ("bfs", lambda task: ("actions", getattr(bfs_expert(task), "actions", [])))
+        return "breadth-first search, shortest passing plan", [plan]
+    if family == "minigrid":
+        from vical.authoring.experts import planner_route
+
+        route = ("planner", lambda task: ("actions", planner_route(task)))
+        return "MiniGrid planner, shortest route", [route]
+    return None
+
+
+def _own_experts(mod) -> list[Candidate]:
+    """A recipe module's own audit players: ``AUDIT_POLICIES`` (variant, pick(env) ->
+    action) then ``AUDIT_PLANS`` (variant, task -> actions)."""
+    policies = [
+        (name, _policy_expert(lambda env, i, pick=pick: pick(env)))
+        for name, pick in getattr(mod, "AUDIT_POLICIES", [])
+    ]
+    plans = [
+        (name, lambda task, plan=plan: ("actions", plan(task)))
+        for name, plan in getattr(mod, "AUDIT_PLANS", [])
+    ]
+    return policies + plans
+
+
+def _later_candidates(mod) -> list[Candidate]:
     """Players tried after the recipe's own expert: the recipe module's ``EXTRA_EXPERTS``
     (variant name, task -> actions), where it has them."""
-    import importlib
-
-    try:
-        mod = importlib.import_module(f"vical.authoring.recipes.{env_key}")
-    except ImportError:
-        return []
 
     def actions(fn: Callable) -> Callable:
         return lambda task: ("actions", fn(task))
@@ -165,69 +189,11 @@ def _later_candidates(env_key: str) -> list[Candidate]:
     return [(name, actions(fn)) for name, fn in getattr(mod, "EXTRA_EXPERTS", [])]
 
 
-def expert_candidates(env_key: str) -> list[Candidate]:
-    """The environment's expert as named variants, tried in order (see expert_episode).
-
-    Search experts get a few seeds or widths; the scripted ones their parameter
-    (Breakout's aim). Every variant is the same kind of player with another setting,
-    never the random reference."""
-    from vical.authoring import recipes as _recipes  # noqa: F401  (authoring tools present)
-    from vical.demos.experts import CONTROLLERS, bfs_expert
-
-    if env_key in CONTROLLERS:
-        ctrl = CONTROLLERS[env_key]
-        return [("controller", _policy_expert(lambda env, i: ctrl(env)))]
-    if env_key in ("taxi", "cliffwalking"):
-        return [("bfs", lambda task: ("actions", getattr(bfs_expert(task), "actions", [])))]
-    if env_key in ("lavacrossing", "multiroom", "unlockpickup"):
-        from vical.authoring.experts import planner_route
-
-        return [("planner", lambda task: ("actions", planner_route(task)))]
-    if env_key == "highway":
-        from vical.authoring.recipes.highway import gap_driver
-
-        return [("driver", _policy_expert(lambda env, i: gap_driver(env)))]
-    if env_key == "flappybird":
-        from vical.authoring.recipes.flappybird import pilot
-
-        return [("pilot", _policy_expert(lambda env, i: pilot(env)))]
-    if env_key == "tetris":
-        from vical.authoring.recipes.tetris import planner
-
-        return [("planner", _policy_expert(lambda env, i: planner(env)))]
-    if env_key == "breakout":
-        from vical.authoring.recipes.breakout import AIMS
-        from vical.envs.breakout import NATIVE_NAMES, track_ball
-
-        def tracker(aim: int) -> Callable:
-            def pick(env, i):
-                name = NATIVE_NAMES[track_ball(env.adapter.game, aim)]
-                return name if name in env.actions else "NOOP"
-
-            return _policy_expert(pick)
-
-        return [(f"tracker aim {aim:+d}", tracker(aim)) for aim in (0, *(a for a in AIMS if a))]
-    if env_key == "berzerk":
-        from vical.authoring.recipes._ale import ale_expert
-        from vical.authoring.recipes.berzerk import _exit_play
-
-        return [
-            (
-                "exit search",
-                lambda task: ("actions", ale_expert(task, _exit_play, task.max_steps).actions),
-            )
-        ]
-    import importlib
-
-    try:
-        mod = importlib.import_module(f"vical.authoring.recipes.{env_key}")
-    except ImportError:
-        return []
+def _recipe_experts(mod) -> list[Candidate]:
+    """The search expert of the recipe's family type (ALE search, look-ahead, Procgen beam)."""
     recipe = getattr(mod, "RECIPE", None)
-    if recipe is None:
-        return []
     from vical.authoring.recipes._ale import AleRecipe, ale_expert
-    from vical.authoring.recipes._lookahead import GameDemos, _play
+    from vical.authoring.recipes._lookahead import GameDemos
     from vical.authoring.recipes._procgen import ProcgenRecipe
 
     if isinstance(recipe, AleRecipe):
@@ -239,11 +205,11 @@ def expert_candidates(env_key: str) -> list[Candidate]:
 
             return run
 
-        return [(f"search seed {s}", ale(s)) for s in (1, 2, 3)] + _later_candidates(env_key)
+        return [(f"search seed {s}", ale(s)) for s in (1, 2, 3)] + _later_candidates(mod)
     if isinstance(recipe, GameDemos):
 
         def look(seed: int) -> Callable:
-            return lambda task: ("actions", _play(recipe, task, task.max_steps, seed)[0])
+            return lambda task: ("actions", recipe.actions(task, task.max_steps, seed))
 
         return [(f"look-ahead seed {s}", look(s)) for s in recipe.seeds[:3]]
     if isinstance(recipe, ProcgenRecipe):
@@ -253,8 +219,33 @@ def expert_candidates(env_key: str) -> list[Candidate]:
             return lambda task: ("actions", procgen_beam(task, width=width).actions)
 
         widths = (recipe.width, 2 * recipe.width)
-        return [(f"beam width {w}", beam(w)) for w in widths] + _later_candidates(env_key)
+        return [(f"beam width {w}", beam(w)) for w in widths] + _later_candidates(mod)
     return []
+
+
+def expert_candidates(env_key: str) -> list[Candidate]:
+    """The environment's expert as named variants, tried in order (see expert_episode).
+
+    Search experts get a few seeds or widths; the scripted ones their parameter
+    (Breakout's aim). Every variant is the same kind of player with another setting,
+    never the random reference. Where they come from, first found: the game module's
+    scripted ``controller``, its family's shared expert, the recipe module's own audit
+    players, the search of its recipe's family type."""
+    from vical.authoring import author_module
+    from vical.demos.experts import controller_for
+    from vical.spec import load_envs
+
+    spec = load_envs()[env_key]
+    ctrl = controller_for(spec)
+    if ctrl is not None:
+        return [("controller", _policy_expert(lambda env, i: ctrl(env)))]
+    shared = _family_experts(spec.family)
+    if shared is not None:
+        return shared[1]
+    mod = author_module(spec)
+    if mod is None:
+        return []
+    return _own_experts(mod) or _recipe_experts(mod)
 
 
 def expert_for(env_key: str) -> Callable | None:
@@ -265,30 +256,23 @@ def expert_for(env_key: str) -> Callable | None:
 
 def expert_name(env_key: str) -> str:
     """A short name of the environment's expert (for the plan file)."""
-    from vical.demos.experts import CONTROLLERS
+    from vical.authoring import author_module
+    from vical.demos.experts import controller_for
+    from vical.spec import load_envs
 
-    if env_key in CONTROLLERS:
+    spec = load_envs()[env_key]
+    if controller_for(spec) is not None:
         return "scripted controller"
-    names = {
-        "taxi": "breadth-first search, shortest passing plan",
-        "cliffwalking": "breadth-first search, shortest passing plan",
-        "lavacrossing": "MiniGrid planner, shortest route",
-        "multiroom": "MiniGrid planner, shortest route",
-        "unlockpickup": "MiniGrid planner, shortest route",
-        "highway": "scripted gap-keeping driver",
-        "flappybird": "scripted pilot",
-        "tetris": "placement planner",
-        "breakout": "scripted ball tracker",
-        "berzerk": "ALE search for the room exit",
-    }
-    if env_key in names:
-        return names[env_key]
-    import importlib
-
+    shared = _family_experts(spec.family)
+    if shared is not None:
+        return shared[0]
+    mod = author_module(spec)
+    if hasattr(mod, "AUDIT_EXPERT"):
+        return str(mod.AUDIT_EXPERT)
     from vical.authoring.recipes._ale import AleRecipe
     from vical.authoring.recipes._lookahead import GameDemos
 
-    recipe = getattr(importlib.import_module(f"vical.authoring.recipes.{env_key}"), "RECIPE", None)
+    recipe = getattr(mod, "RECIPE", None)
     if isinstance(recipe, AleRecipe):
         return "ALE search on the benchmark score"
     if isinstance(recipe, GameDemos):

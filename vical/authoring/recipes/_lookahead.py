@@ -75,6 +75,10 @@ class GameDemos:
     def __call__(self, spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
         return lookahead_recipe(self, spec)
 
+    def actions(self, task: TaskSpec, n: int, seed: int) -> list[str]:
+        """The look-ahead player's decisions on ``task`` (at most ``n``; seeded)."""
+        return _play(self, task, n, seed)[0]
+
     def note(self) -> str:
         # stored in the task files as the clips' ``source``: keeps the module path the
         # clips were made under (changing it would change the data)

@@ -1,10 +1,14 @@
-"""MiniGrid demo recipe (MultiRoom, UnlockPickup): the exact-model planner's routes.
+"""MiniGrid demo recipe: the exact-model planner's routes.
 
 Per settings group: a full shortest route, a route joined midway, and the
-family's own mistake as the failure.
+game's own mistake as the failure; each game's recipe module says where the
+midway clip joins and what the mistake is (:class:`MiniGridRecipe`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from vical.authoring.experts import planner_route, replay_actions
 from vical.authoring.plan import ClipPlan, Pool, group_tag, replayed, settings_groups, variant_task
@@ -44,17 +48,36 @@ def _route_seeds(
     return out
 
 
-def minigrid_recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
-    """Per settings group: a full shortest route, a route joined midway, and a failure.
+@dataclass(frozen=True)
+class Failure:
+    """A failure clip made from a planner route: the decisions replayed before the clip
+    starts, the clip's own decisions, its source note and its id's suffix."""
 
-    The failure is the family's own mistake: MultiRoom closes a door it has
-    just opened and walks into it; UnlockPickup opens the box with Toggle,
-    which destroys it and ends the episode.
-    """
+    init: list[str]
+    actions: list[str]
+    note: str
+    suffix: str
+
+
+@dataclass(frozen=True)
+class MiniGridRecipe:
+    """A MiniGrid game's planner recipe; per settings group: a full shortest route, a route
+    joined midway (``join(route)``: the decisions played before that clip starts), and the
+    game's own mistake as the failure (``failure(route)``). ``route_lengths``: the
+    shortest and longest routes of the layouts the clips are taken from."""
+
+    route_lengths: tuple[int, int]
+    join: Callable[[list[str]], int]
+    failure: Callable[[list[str]], Failure]
+
+    def __call__(self, spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
+        return minigrid_recipe(spec, self)
+
+
+def minigrid_recipe(spec: EnvSpec, game: MiniGridRecipe) -> tuple[list[ClipPlan], list[Pool]]:
+    """Per settings group: a full shortest route, a route joined midway, and a failure."""
     exclude = {t.seed for t in spec.tasks}
-    unlock = spec.env == "unlockpickup"
-    # UnlockPickup layouts with longer routes, so that one or two clips make a package
-    min_len, max_len = (20, 34) if unlock else (12, 44)
+    min_len, max_len = game.route_lengths
     max_len = min(spec.max_steps - 4, max_len)
     plans: list[ClipPlan] = []
     pools: list[Pool] = []
@@ -71,13 +94,8 @@ def minigrid_recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
         )
         pool.wins.append(plans[-1].id)
         if len(seeds) > 1:
-            # joined midway: after the key is picked up / after the second door
             seed, route = seeds[1]
-            if unlock:
-                k = route.index("Pickup") + 1
-            else:
-                toggles = [i for i, a in enumerate(route) if a == "Toggle"]
-                k = toggles[1] if len(toggles) > 1 else len(route) // 3
+            k = game.join(route)
             plans.append(
                 ClipPlan(
                     f"{spec.env}-{tag}-seed{seed}-from-step{k}",
@@ -91,28 +109,17 @@ def minigrid_recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
             pool.wins.append(plans[-1].id)
         if len(seeds) > 2:
             seed, route = seeds[2]
-            if unlock:
-                # start facing the locked door with the key (the adapter needs the door
-                # still locked at the start); unlock, walk to the box, Toggle it
-                d = route.index("Toggle")
-                init, acts = route[:d], [*route[d:-1], "Toggle"]
-                note = (
-                    "scripted failure: from the locked door with the key, the planner route to "
-                    "the box, then Toggle instead of Pickup opens the box and destroys it"
-                )
-                cid = f"{spec.env}-{tag}-seed{seed}-box-toggled"
-            else:
-                j = route.index("Toggle")
-                s0 = max(0, j - 6)
-                init, acts = route[:s0], [*route[s0 : j + 1], "Toggle", "Forward", "Forward"]
-                note = (
-                    "scripted failure: planner route to the first door, Toggle opens it, a "
-                    "second Toggle closes it again and Forward is blocked"
-                )
-                cid = f"{spec.env}-{tag}-seed{seed}-door-reclosed"
+            fail = game.failure(route)
+            cid = f"{spec.env}-{tag}-seed{seed}-{fail.suffix}"
             plans.append(
                 ClipPlan(
-                    cid, replayed(acts), note, seed, init_actions=init, horizon=len(acts), on=on
+                    cid,
+                    replayed(fail.actions),
+                    fail.note,
+                    seed,
+                    init_actions=fail.init,
+                    horizon=len(fail.actions),
+                    on=on,
                 )
             )
             pool.fails.append(cid)

@@ -35,6 +35,7 @@ The human-init generator (:func:`generate_init_actions`) is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from vical.authoring.plan import (
@@ -236,3 +237,13 @@ def generate_init_actions(env_spec: EnvSpec, viable: Viable | None = None) -> di
         quiet_noop=False,
         viable=check,
     )
+
+
+def _exit_search(task: TaskSpec) -> list[str]:
+    """The exit walk searched over the task's whole budget."""
+    return ale_expert(task, _exit_play, task.max_steps).actions
+
+
+# benchmarks/policy_audit.py: this game's expert, and its plans in the order tried
+AUDIT_EXPERT = "ALE search for the room exit"
+AUDIT_PLANS: list[tuple[str, Callable[[TaskSpec], list[str]]]] = [("exit search", _exit_search)]

@@ -20,8 +20,12 @@ as the first of a fixed list that clears the row soonest.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, cast
+
 from vical.authoring.plan import ClipPlan, Pool, gathered, group_pools, variant_task
 from vical.envs.breakout import BALL, NATIVE_NAMES, BreakoutGame, track_ball
+from vical.envs.core import VicalEnv
 from vical.spec import EnvSpec
 
 # seeds no task uses, tried in this order (all tasks use 41)
@@ -136,3 +140,21 @@ def recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
             if clips.add(f"{prefix}-seed{seed}-ball-lost", seed, init, acts, note, fail=True):
                 break
     return gathered(pools)
+
+
+def _tracker(aim: int) -> Callable[[VicalEnv], str]:
+    """The ball tracker with ``aim`` as a per-decision player (NOOP where the task's
+    vocabulary lacks the move)."""
+
+    def pick(env: VicalEnv) -> str:
+        name = NATIVE_NAMES[track_ball(cast(Any, env.adapter).game, aim)]
+        return name if name in env.actions else "NOOP"
+
+    return pick
+
+
+# benchmarks/policy_audit.py: this game's expert, and its players in the order tried
+AUDIT_EXPERT = "scripted ball tracker"
+AUDIT_POLICIES: list[tuple[str, Callable[[VicalEnv], str]]] = [
+    (f"tracker aim {aim:+d}", _tracker(aim)) for aim in (0, *(a for a in AIMS if a))
+]

@@ -163,3 +163,8 @@ def recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
             if add(f"flappybird-seed{seed}-{tag}", seed, acts[:k], acts[k:], note, fail=True):
                 break
     return clips.plans, [clips.pool]
+
+
+# benchmarks/policy_audit.py: this game's expert, and its players in the order tried
+AUDIT_EXPERT = "scripted pilot"
+AUDIT_POLICIES: list[tuple[str, Callable[[VicalEnv], str]]] = [("pilot", pilot)]

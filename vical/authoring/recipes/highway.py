@@ -139,3 +139,8 @@ def recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
             if crashed and clips.add(f"{prefix}-seed{seed}-rear-end", seed, [], acts, CRASH, True):
                 break
     return gathered(pools)
+
+
+# benchmarks/policy_audit.py: this game's expert, and its players in the order tried
+AUDIT_EXPERT = "scripted gap-keeping driver"
+AUDIT_POLICIES: list[tuple[str, Callable[[VicalEnv], str]]] = [("driver", gap_driver)]

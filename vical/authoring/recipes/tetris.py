@@ -18,6 +18,7 @@ re-run every decision, so gravity pulling the piece down is accounted for.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -186,3 +187,8 @@ def recipe(spec: EnvSpec) -> tuple[list[ClipPlan], list[Pool]]:
         if add(f"tetris-seed{seed}-top-out", seed, init, acts, note, fail=True):
             break
     return clips.plans, [clips.pool]
+
+
+# benchmarks/policy_audit.py: this game's expert, and its players in the order tried
+AUDIT_EXPERT = "placement planner"
+AUDIT_POLICIES: list[tuple[str, Callable[[VicalEnv], str]]] = [("planner", planner)]
