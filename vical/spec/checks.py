@@ -22,9 +22,10 @@ checks therefore come in two tiers, each cached per ``(package, sim_id)``:
   space of the game just built.
 
 This module sits in the task-data layer and imports only :mod:`vical.spec.models`,
-:mod:`vical.spec.families` (which tiers a family's checks take) and :mod:`vical.errors`; the registries of the families that vical defines itself (MiniGrid's
-sim ids, the highway, Tetris and Flappy Bird registrations) are imported by name when a
-check first needs them, like any simulator package.
+:mod:`vical.spec.families` (how each family's ids and actions are checked, and in which
+tier) and :mod:`vical.errors`; the registries of the families that vical defines itself
+(MiniGrid's sim ids, the highway, Tetris and Flappy Bird registrations) are imported by
+name when a check first needs them, like any simulator package.
 
 A family whose simulator distribution is not installed (the ``sims`` extra is
 optional) is only checked for the ``package`` name at load; making one of its
