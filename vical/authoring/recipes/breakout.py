@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from vical.authoring.plan import ClipPlan, Pool, gathered, group_pools, variant_task
 from vical.envs.breakout import BALL, NATIVE_NAMES, BreakoutGame, track_ball
-from vical.envs.core import VicalEnv
+from vical.envs.environment import VicalEnv
 from vical.spec import EnvSpec
 
 # seeds no task uses, tried in this order (all tasks use 41)
