@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parents[1]
+PACKAGE = ROOT / "vical"
 
 
 def test_wheel_contains_runtime_data(tmp_path):
@@ -217,3 +218,27 @@ def test_no_import_cycles_between_modules():
                 for d in graph.get_import_details(importer=a, imported=b):
                     shown.append(f"    {a} -> {b} (line {d['line_number']}: {d['line_contents']})")
     assert not cycles, "import cycles between modules:\n" + "\n".join(shown)
+
+
+MAX_MODULE_LINES = 700
+
+
+def _long_modules(root: Path, limit: int = MAX_MODULE_LINES) -> list[str]:
+    return sorted(
+        f"{p.relative_to(root.parent)}: {n} lines"
+        for p in root.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > limit
+    )
+
+
+def test_no_module_of_the_package_is_over_700_lines():
+    """A module past 700 lines holds more than one concern: split it by concern."""
+    assert _long_modules(PACKAGE) == []
+
+
+def test_the_module_size_check_sees_a_long_module(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "short.py").write_text("x = 1\n" * 700)
+    (pkg / "long.py").write_text("x = 1\n" * 701)
+    assert _long_modules(pkg) == ["pkg/long.py: 701 lines"]

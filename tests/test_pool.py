@@ -15,9 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import HANG
 
 from vical.run.pool import run_pool
+
+# conftest.HANG, written again: a subprocess imports this module as tests.test_pool,
+# where no conftest is on the path
+HANG = 120.0
 
 # --- jobs (top level, so worker processes can unpickle them) -----------------
 

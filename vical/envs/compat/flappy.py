@@ -62,9 +62,13 @@ def draw_surface(env: FlappyBirdEnv) -> pygame.Surface:
 
 def sample() -> Any:
     """A freshly made and reset simulator, for the check of instance attributes."""
+    import os
+
     import gymnasium as gym
 
-    import vical.envs.flappy  # noqa: F401  (registers FlappyBird-v0, headless pygame)
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # headless pygame
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    import flappy_bird_gymnasium  # noqa: F401  (registers FlappyBird-v0)
 
     env = gym.make("FlappyBird-v0", render_mode="rgb_array").unwrapped
     env.reset(seed=0)
