@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 
 import pytest
+from conftest import spread
 
 from vical.envs import make_env
 from vical.spec import get_task, load_envs
@@ -332,7 +333,8 @@ SCREENED = {"berzerk", "choppercommand"}
 
 
 @pytest.mark.parametrize(
-    "game", [pytest.param(g, marks=pytest.mark.slow) if g in SCREENED else g for g in GAMES]
+    "game",
+    spread([pytest.param(g, marks=pytest.mark.slow) if g in SCREENED else g for g in GAMES], 1),
 )
 def test_stored_init_actions_match_generator(game):
     spec = load_envs()[game]

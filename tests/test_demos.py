@@ -6,7 +6,7 @@ import io
 
 import numpy as np
 import pytest
-from conftest import per_env_sweep
+from conftest import per_env_sweep, spread
 from PIL import Image
 
 from vical.authoring.plan import MAX_FRAMES, MIN_FRAMES, check_package
@@ -105,7 +105,7 @@ def test_package_rule_rejects_opening_start():
 
 
 # every task's package under `slow`; one plain and one human-init task per environment here
-@pytest.mark.parametrize("task", per_env_sweep(TASKS_WITH_DEMOS))
+@pytest.mark.parametrize("task", spread(per_env_sweep(TASKS_WITH_DEMOS), 15))
 def test_demo_package(task):
     videos = load_demo_package(task)
     assert 1 <= len(videos) <= 4

@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from conftest import ALL_TASKS, task_params
+from conftest import ALL_TASKS, spread, task_params
 
 from vical.envs import InvalidActionError, make_env
 from vical.envs.core import EpisodeOverError, frame_sha256
@@ -76,7 +76,7 @@ def _start_key(t):
     )
 
 
-@pytest.mark.parametrize("env_key", sorted({t.env.env for t in ALL_TASKS}))
+@pytest.mark.parametrize("env_key", spread(sorted({t.env.env for t in ALL_TASKS}), 10))
 def test_start_frames_differ_where_start_state_differs(env_key):
     tasks = [t for t in ALL_TASKS if t.env.env == env_key]
     by_hash = defaultdict(list)

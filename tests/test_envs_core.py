@@ -77,7 +77,7 @@ def fresh_env(task) -> VicalEnv:
     return VicalEnv(task, make_adapter(task))
 
 
-@pytest.mark.parametrize("task", sweep_params())
+@pytest.mark.parametrize("task", spread(sweep_params(), 20))
 def test_restored_start_equals_replayed_start(task):
     actions = fixed_actions(task, "after-start")
     with fresh_env(task) as env:

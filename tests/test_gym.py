@@ -14,6 +14,7 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import spread
 from gymnasium.envs.registration import ENV_ID_RE
 from gymnasium.utils.env_checker import check_env
 from gymnasium.wrappers import HumanRendering, PassiveEnvChecker, TimeLimit
@@ -62,7 +63,7 @@ def _check(task: TaskSpec) -> None:
     assert not _gym_warnings(caught)
 
 
-@pytest.mark.parametrize("task", ONE_PER_ENV, ids=_ids)
+@pytest.mark.parametrize("task", spread(ONE_PER_ENV, 12, ids=_ids))
 def test_check_env(task):
     _check(task)
 
@@ -130,7 +131,7 @@ def _check_resets(task: TaskSpec, monkeypatch: pytest.MonkeyPatch) -> None:
         env.close()
 
 
-@pytest.mark.parametrize("task", ONE_PER_ENV, ids=_ids)
+@pytest.mark.parametrize("task", spread(ONE_PER_ENV, 12, ids=_ids))
 def test_repeated_resets_return_the_recorded_start(task, monkeypatch):
     _check_resets(task, monkeypatch)
 

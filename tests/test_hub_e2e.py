@@ -79,7 +79,14 @@ def _copies(d: Path, n: int) -> list[Path]:
     return out
 
 
-@pytest.fixture(params=BACKENDS)
+# The end-to-end tests run on one database in the default suite: PostgreSQL where the
+# machine has one (CI does), else SQLite; the other one under ``slow``.
+_MAIN = "postgresql" if os.environ.get("VICAL_TEST_POSTGRES") else "sqlite"
+
+
+@pytest.fixture(
+    params=[b if b == _MAIN else pytest.param(b, marks=pytest.mark.slow) for b in BACKENDS]
+)
 def database(request, tmp_path):
     gen = fresh_database(request.param, tmp_path)
     yield next(gen)

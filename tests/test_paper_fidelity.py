@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import per_env_sweep
+from conftest import per_env_sweep, spread
 
 from vical import paper
 from vical.demos.packages import pack_env
@@ -570,7 +570,7 @@ def _policy_episode(task: TaskSpec, pick) -> tuple[int, str | None, bool]:
         env.close()
 
 
-@pytest.mark.parametrize("task", _no_early_success_tasks())
+@pytest.mark.parametrize("task", spread(_no_early_success_tasks(), 8))
 def test_no_trivial_policy_ends_early_in_success_where_table28_saw_none(task):
     import random
 
@@ -877,7 +877,7 @@ def test_stored_packages_follow_the_demo_quotas():
         assert len({c.id for v in spec.tasks for c in v.demos}) == q.pool, env
 
 
-@pytest.mark.parametrize("env", sorted(LOADED))
+@pytest.mark.parametrize("env", spread(sorted(LOADED), 6))
 def test_packing_is_idempotent_on_the_stored_data(env):
     """Packing the stored packages again changes nothing (``vical demos pack --check``)."""
     spec = LOADED[env]
