@@ -95,6 +95,22 @@ CHROMIUM_ARGS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _signal_dispositions_are_left_as_found():
+    """A test (or the library code it calls in-process) must leave SIGINT and SIGTERM as
+    it found them: a leaked SIG_IGN is inherited by every process a later test starts,
+    which then cannot be interrupted. The handlers are put back and the test fails."""
+    import signal
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    after = {s: signal.getsignal(s) for s in before}
+    changed = {s.name: (before[s], after[s]) for s in before if after[s] is not before[s]}
+    for s, h in before.items():
+        signal.signal(s, h)
+    assert not changed, f"the test left signal handlers changed (before, after): {changed}"
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """With VICAL_TEST_TIMES=FILE, append each test's wall time and CPU time (this process

@@ -561,6 +561,20 @@ def test_tasks_screen_stops_on_sigterm_and_prints_no_verdict():
     assert "Traceback" not in err
 
 
+def test_tasks_record_stops_on_sigterm_and_writes_nothing(tmp_path):
+    """Recording an added folder's fingerprints stops on SIGTERM with one `interrupted:`
+    line and leaves no record beside the task files (a partial record is no record)."""
+    folder = tmp_path / "added"
+    folder.mkdir()
+    shutil.copy(ROOT / "vical" / "tasks" / "highway.yaml", folder)  # 20 slow tasks
+    env = {**os.environ, "VICAL_TASKS_DIR": str(folder)}
+    cmd = _vical("tasks", "record", str(folder), "-j", "2")
+    status, _, took, out, err = signalled(cmd, handles_sigterm, [(signal.SIGTERM, 2.0)], env=env)
+    assert status == 130, (took, out, err)
+    assert "interrupted: nothing complete was written" in err and "Traceback" not in err
+    assert sorted(p.name for p in folder.iterdir()) == ["highway.yaml"]
+
+
 # ---------------------------------------------------------------------- coverage
 
 HERE = {
@@ -571,6 +585,7 @@ HERE = {
     "leaderboard add": test_leaderboard_add_stops_on_sigterm_and_adds_nothing,
     "audit run": test_audit_stops_on_sigterm_sends_nothing_after_and_resumes,
     "merge": test_merge_stops_mid_copy_leaves_nothing_and_runs_again,
+    "tasks record": test_tasks_record_stops_on_sigterm_and_writes_nothing,
     "demos make": test_demos_make_stops_on_sigterm_with_the_task_files_unchanged,
     "dataset build": test_dataset_build_stops_on_sigterm_leaving_the_old_folder,
     "doctor": test_doctor_record_stops_on_sigterm_and_writes_no_record,
