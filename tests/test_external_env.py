@@ -73,8 +73,10 @@ def test_the_suite_takes_an_environment_added_from_a_folder(tmp_path):
     )
     assert f"wrote {folder / 'fingerprints.json'}" in vical("tasks", "record", str(folder))
 
+    # the default suite runs a sample of each per-environment test (conftest.spread),
+    # which may leave the added environment out: its own items run whatever their marks
     cmd = [sys.executable, "-m", "pytest", "-n", "0", "-q", "-p", "no:cacheprovider"]
-    cmd += ["-k", SELECTED, "tests"]
+    cmd += ["-m", "not image and not interop and not ray", "-k", SELECTED, "tests"]
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-4000:]

@@ -56,7 +56,7 @@ def test_import_layering_contracts_are_kept():
 RUNTIME = [
     "agent", "audit", "dataset", "demos", "envs", "gym", "interop", "outcomes", "paper",
     "play", "report", "run", "serve", "spec", "submit", "view", "wm", "errors", "hub",
-    "bounded",
+    "bounded", "jobs",
 ]  # fmt: skip
 
 
