@@ -121,37 +121,27 @@ def _signal_dispositions_are_left_as_found():
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Around each test's whole protocol (its module's fixtures' finalizers included):
-    SIGINT and SIGTERM are put back as they were, and a change is a warning in the
-    run's summary (the autouse fixture above fails the test itself where it can). With
-    VICAL_TEST_TIMES=FILE, also append the test's wall and CPU time (this process and
-    its waited-for children) to FILE as JSON lines: CPU time does not grow on a loaded
-    machine, so benchmarks/durations.py can tell a heavy test from a starved one."""
-    import signal
-
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    """With VICAL_TEST_TIMES=FILE, append each test's wall and CPU time (this process
+    and its waited-for children) to FILE as JSON lines: CPU time does not grow on a
+    loaded machine, so benchmarks/durations.py can tell a heavy test from a starved one."""
     path = os.environ.get("VICAL_TEST_TIMES")
     if not path:
         yield
-    else:
-        import json
-        import resource
-        import time
+        return
+    import json
+    import resource
+    import time
 
-        def cpu() -> float:
-            me = resource.getrusage(resource.RUSAGE_SELF)
-            kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-            return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    def cpu() -> float:
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
-        c0, t0 = cpu(), time.monotonic()
-        yield
-        row = {"id": item.nodeid, "wall": time.monotonic() - t0, "cpu": cpu() - c0}
-        with open(path, "a") as f:
-            f.write(json.dumps(row) + "\n")
-    for s, h in handlers.items():
-        if signal.getsignal(s) is not h:
-            item.warn(pytest.PytestWarning(f"{s.name} left as {signal.getsignal(s)}; put back"))
-            signal.signal(s, h)
+    c0, t0 = cpu(), time.monotonic()
+    yield
+    row = {"id": item.nodeid, "wall": time.monotonic() - t0, "cpu": cpu() - c0}
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
 
 
 @pytest.fixture

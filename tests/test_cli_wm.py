@@ -6,12 +6,10 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
+# tests.conftest, not conftest: a subprocess imports this module by its package path
+from tests.conftest import HANG
 from vical.cli import app
 from vical.wm.models import Simulator
-
-# conftest.HANG, written again: a subprocess imports this module (SlowSimulator) as
-# tests.test_cli_wm, where no conftest is on the path
-HANG = 120.0
 
 runner = CliRunner()
 

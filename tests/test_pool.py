@@ -16,11 +16,9 @@ from pathlib import Path
 
 import pytest
 
+# tests.conftest, not conftest: a subprocess imports this module by its package path
+from tests.conftest import HANG
 from vical.run.pool import run_pool
-
-# conftest.HANG, written again: a subprocess imports this module as tests.test_pool,
-# where no conftest is on the path
-HANG = 120.0
 
 # --- jobs (top level, so worker processes can unpickle them) -----------------
 
